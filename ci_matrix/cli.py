@@ -1,0 +1,92 @@
+"""The command line: parse arguments into a typed object, make one call into the library.
+
+One handler at the top turns failures into a message and an exit code; a user error
+never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ci_matrix import __version__, commands
+from ci_matrix.edges.files import DEFAULT_MANIFEST
+from ci_matrix.errors import CiMatrixError, ConfigError, ExitCode
+
+FORMATS = ("github", "json", "yaml", "table", "markdown")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
+                        help=f"project manifest (default: {DEFAULT_MANIFEST})")
+    parser.add_argument("--event", default=None,
+                        help="event profile: pull_request, push, schedule, ... (default: $GITHUB_EVENT_NAME)")
+    parser.add_argument("--ignore-rule", action="append", default=[], metavar="ID",
+                        help="do not apply this rule (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="ci-matrix", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ci-matrix {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    render = sub.add_parser("render", help="expand the manifest into a build matrix")
+    _common(render)
+    render.add_argument("--format", choices=FORMATS, default="table")
+    render.add_argument("--max-cells", type=int, default=None, metavar="N",
+                        help="split the GitHub matrix into shards of at most N cells (N <= 256)")
+
+    explain = sub.add_parser("explain", help="why a cell is built, worked around or excluded")
+    _common(explain)
+    explain.add_argument("cell", help="cell id (see `ci-matrix render`)")
+    explain.add_argument("--format", choices=("text", "json"), default="text")
+
+    validate = sub.add_parser("validate", help="check the manifest and rule files")
+    validate.add_argument("--manifest", type=Path, default=None,
+                          help=f"manifest to check (default: {DEFAULT_MANIFEST} when no files are given)")
+    validate.add_argument("files", nargs="*", type=Path, help="more manifests or rule files")
+
+    rules = sub.add_parser("rules", help="list the knowledge base, or test its fixtures")
+    rules.add_argument("action", nargs="?", choices=("list", "test"), default="list")
+    rules.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
+    rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    env = os.environ if environ is None else environ
+    args = build_parser().parse_args(argv)
+    handlers: dict[str, Callable[[argparse.Namespace, Mapping[str, str], TextIO], int]] = {
+        "render": commands.render,
+        "explain": commands.explain,
+        "validate": commands.validate,
+        "rules": commands.rules,
+    }
+    try:
+        return handlers[args.command](args, env, sys.stdout)
+    except CiMatrixError as exc:
+        return _report(exc, env)
+
+
+def _report(exc: CiMatrixError, env: Mapping[str, str]) -> int:
+    problems = exc.problems if isinstance(exc, ConfigError) else ()
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}" if problems else ""
+    print(f"ci-matrix: error: {count}\n{exc}" if count else f"ci-matrix: error: {exc}", file=sys.stderr)
+    if env.get("GITHUB_ACTIONS") == "true":
+        from ci_matrix.edges.workflow import error_annotation
+
+        for line in error_annotation(exc):
+            print(line)
+    return int(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+
+__all__ = ["ExitCode", "build_parser", "main"]

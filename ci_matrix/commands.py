@@ -1,0 +1,120 @@
+"""One function per subcommand: each takes parsed arguments and the environment, writes to
+`out` and returns an exit code. The command line does nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from ci_matrix.core.cells import Cell
+from ci_matrix.core.document import did_you_mean
+from ci_matrix.core.grid import render_markdown
+from ci_matrix.core.knowledge import Rule
+from ci_matrix.core.matrix import Plan, plan
+from ci_matrix.core.render import cell_record, render_github, render_json, render_table, render_yaml
+from ci_matrix.edges import files
+from ci_matrix.errors import ConfigError, ExitCode, UsageError
+
+
+def make_plan(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[files.Project, Plan]:
+    """Load the project named by --manifest and expand it for the event."""
+    project = files.load_project(args.manifest)
+    ignored = set(args.ignore_rule)
+    known = {r.id for r in project.rules}
+    for rule_id in sorted(ignored - known):
+        raise UsageError(f"--ignore-rule {rule_id}: no such rule{did_you_mean(rule_id, known)}")
+    rules = [r for r in project.rules if r.id not in ignored]
+    event = args.event if args.event is not None else env.get("GITHUB_EVENT_NAME", "")
+    return project, plan(project.manifest, rules, files.catalog(), event)
+
+
+def render(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix render`: the matrix in one of the formats."""
+    project, the_plan = make_plan(args, env)
+    if args.format == "github":
+        out.write(render_github(the_plan, args.max_cells or project.manifest.max_cells))
+    elif args.format == "json":
+        out.write(render_json(the_plan))
+    elif args.format == "yaml":
+        out.write(render_yaml(the_plan))
+    elif args.format == "markdown":
+        out.write(render_markdown(the_plan, project.manifest.project or "ci-matrix plan"))
+    else:
+        out.write(render_table(the_plan))
+    return ExitCode.OK
+
+
+def find_cell(the_plan: Plan, cell_id: str) -> Cell:
+    """The cell with this id, or a usage error with the closest id."""
+    cell = the_plan.find(cell_id)
+    if cell is None:
+        hint = did_you_mean(cell_id, [c.id for c in the_plan.cells])
+        raise UsageError(f"no cell {cell_id!r} in this manifest{hint}; `ci-matrix render` lists them")
+    return cell
+
+
+def explain(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix explain CELL`: what the rules did to a cell and why."""
+    project, the_plan = make_plan(args, env)
+    cell = find_cell(the_plan, args.cell)
+    if args.format == "json":
+        out.write(json.dumps(cell_record(cell), indent=2, ensure_ascii=False) + "\n")
+    else:
+        rules = {r.id: r for r in project.rules}
+        out.write(explain_text(cell, rules))
+    return ExitCode.OK
+
+
+def explain_text(cell: Cell, rules: Mapping[str, Rule]) -> str:
+    """A readable account of one cell."""
+    state = "excluded" if cell.excluded is not None else "worked around" if cell.changes else "built as requested"
+    lines = [f"cell:      {cell.id}", f"name:      {cell.name}", f"status:    {state}"]
+    if cell.excluded is not None:
+        lines.append(f"reason:    {cell.excluded} ({cell.excluded_by})")
+    lines.append("requested: " + ", ".join(f"{k}={v}" for k, v in cell.requested))
+    for change in cell.changes:
+        origin = rules[change.rule].origin if change.rule in rules else ""
+        lines += [f"rule:      {change.rule} ({change.kind}) {origin}", f"           {change.title}",
+                  f"           {change.detail}"]
+        lines += [f"           see {ref}" for ref in change.references]
+    if cell.excluded is None:
+        lines += _runnable_lines(cell)
+    return "\n".join(lines) + "\n"
+
+
+def _runnable_lines(cell: Cell) -> list[str]:
+    lines = ["values:    " + ", ".join(f"{k}={v}" for k, v in cell.values), f"runs-on:   {', '.join(cell.runs_on)}"]
+    lines += [f"env:       {k}={v}" for k, v in cell.env]
+    lines += [f"flags:     {tool}: {' '.join(args)}" for tool, args in cell.flags]
+    lines += [f"command:   {' '.join(c)}" for c in cell.commands]
+    return lines
+
+
+def validate(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix validate`: every problem of the manifest and the given files, together."""
+    paths = list(args.files)
+    if args.manifest is not None or not paths:
+        paths.insert(0, args.manifest or Path(files.DEFAULT_MANIFEST))
+    problems = []
+    for path in paths:
+        problems += files.check_file(path)
+    if problems:
+        raise ConfigError(problems)
+    out.write(f"ok: {len(paths)} file{'s' if len(paths) != 1 else ''} valid\n")
+    return ExitCode.OK
+
+
+def rules(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix rules`: list the knowledge base (`rules test`: run its fixtures)."""
+    known = list(files.load_project(args.manifest).rules) if args.manifest else files.builtin_rules()
+    if args.action == "test":
+        from ci_matrix.diagnose.fixtures import run_fixture_tests
+
+        return run_fixture_tests(known, args.format, out)
+    from ci_matrix.core.rule_listing import listing
+
+    out.write(listing(known, args.format))
+    return ExitCode.OK

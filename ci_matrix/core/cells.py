@@ -1,0 +1,239 @@
+"""A cell: one build on one runner, with what the knowledge base changed and why."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from ci_matrix.core.facts import Platform
+from ci_matrix.core.knowledge import Rule, Workaround
+from ci_matrix.core.manifest import Build, Values
+from ci_matrix.core.values import parse_arch
+
+Flags = tuple[tuple[str, tuple[str, ...]], ...]
+TOOLS = ("cargo", "rustflags", "nvcc", "iree-compile")
+#: Placeholders that expand to several arguments when they are a whole argument.
+LIST_PLACEHOLDERS = {"cargo-flags": "cargo", "nvcc-flags": "nvcc", "iree-flags": "iree-compile"}
+#: Placeholders that every cell of a build with the right axes can fill.
+DERIVED_PLACEHOLDERS = ("cell-id", "cargo-profile", "cuda-capability", "rustflags")
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_-]*)\}")
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one rule did to a cell."""
+
+    rule: str
+    title: str
+    kind: str  # workaround | exclusion
+    detail: str
+    references: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One build on one runner."""
+
+    id: str
+    name: str
+    build: str
+    values: Values  # after workarounds
+    requested: Values  # as expanded from the manifest
+    changes: tuple[Change, ...] = ()
+    excluded: str | None = None
+    excluded_by: str | None = None  # a rule id, "manifest", "event" or "duplicate"
+    env: Values = ()
+    flags: Flags = ()
+    runs_on: tuple[str, ...] = ()
+    commands: tuple[tuple[str, ...], ...] = ()
+    working_directory: str = ""
+
+    @classmethod
+    def start(cls, identifier: str, name: str, build: Build, values: Values) -> Cell:
+        """A cell as the manifest asks for it, before any rule."""
+        return cls(identifier, name, build.name, values, values)
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        """Ids of the rules that changed or excluded this cell."""
+        return tuple(c.rule for c in self.changes)
+
+    def value(self, key: str) -> str:
+        """The cell's final value for `key`, or ''."""
+        return dict(self.values).get(key, "")
+
+    def apply(self, rule: Rule) -> Cell:
+        """This cell after a matching rule's exclusion or workaround."""
+        if rule.exclude is not None:
+            change = Change(rule.id, rule.title, "exclusion", rule.exclude, rule.references)
+            return replace(self, excluded=rule.exclude, excluded_by=rule.id, changes=(*self.changes, change))
+        assert rule.workaround is not None
+        return self._work_around(rule, rule.workaround)
+
+    def _work_around(self, rule: Rule, fix: Workaround) -> Cell:
+        values = dict(self.values)
+        details = [f"{k}: {values.get(k) or '(none)'} -> {v}" for k, v in fix.set if values.get(k) != v]
+        values.update(fix.set)
+        details += [f"env {k}={v}" for k, v in fix.env]
+        details += [f"{tool} flags: {shlex.join(args)}" for tool, args in fix.flags]
+        detail = "; ".join(details) + (f" ({fix.note})" if fix.note else "")
+        change = Change(rule.id, rule.title, "workaround", detail, rule.references)
+        return replace(
+            self,
+            values=tuple(values.items()),
+            env=(*self.env, *fix.env),
+            flags=_merge_flags(self.flags, fix.flags),
+            changes=(*self.changes, change),
+        )
+
+
+def _merge_flags(first: Flags, second: Flags) -> Flags:
+    merged: dict[str, tuple[str, ...]] = dict(first)
+    for tool, args in second:
+        merged[tool] = merged.get(tool, ()) + args
+    return tuple((tool, merged[tool]) for tool in TOOLS if tool in merged)
+
+
+def finish(cell: Cell, build: Build, platforms: Mapping[str, Platform], iree_devices: Mapping[str, str]) -> Cell:
+    """Fill in the runner labels, environment, tool flags and commands of a runnable cell."""
+    if cell.excluded is not None:
+        return cell
+    values = dict(cell.values)
+    flags = _merge_flags(_own_flags(values, iree_devices), cell.flags)
+    env = _env(build, values, dict(flags), cell.env)
+    fill = _placeholders(cell.id, values, dict(flags))
+    return replace(
+        cell,
+        flags=flags,
+        env=env,
+        runs_on=platforms[values["platform"]].runs_on,
+        commands=tuple(expand_command(command, fill, dict(flags)) for command in build.run),
+        working_directory=build.working_directory,
+    )
+
+
+def _own_flags(values: Mapping[str, str], iree_devices: Mapping[str, str]) -> Flags:
+    """Flags that follow from the cell's own values, before any rule."""
+    flags: dict[str, tuple[str, ...]] = {}
+    if values.get("iree-target"):
+        flags["iree-compile"] = (f"--iree-hal-target-device={iree_devices[values['iree-target']]}",)
+    if values.get("cuda-arch"):
+        flags["nvcc"] = parse_arch(values["cuda-arch"]).gencode()
+    backend = values.get("rust-backend", "llvm")
+    if values.get("rust-toolchain") and backend != "llvm":
+        flags["rustflags"] = (f"-Zcodegen-backend={backend}",)
+    cargo = []
+    if values.get("rust-target"):
+        cargo += ["--target", values["rust-target"]]
+    if values.get("rust-features"):
+        cargo += ["--features", values["rust-features"]]
+    if cargo:
+        flags["cargo"] = tuple(cargo)
+    return tuple((tool, flags[tool]) for tool in TOOLS if tool in flags)
+
+
+def _env(build: Build, values: Mapping[str, str], flags: Mapping[str, tuple[str, ...]], ruled: Values) -> Values:
+    env = dict(build.env)
+    if values.get("rust-toolchain"):
+        env["RUSTUP_TOOLCHAIN"] = values["rust-toolchain"]
+    if flags.get("rustflags"):
+        env["RUSTFLAGS"] = " ".join(flags["rustflags"])
+    env.update(ruled)
+    return tuple(env.items())
+
+
+def _placeholders(identifier: str, values: Mapping[str, str], flags: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
+    fill = dict(values)
+    fill["cell-id"] = identifier
+    if values.get("rust-profile"):
+        fill["cargo-profile"] = "dev" if values["rust-profile"] == "debug" else values["rust-profile"]
+    if values.get("cuda-arch"):
+        fill["cuda-capability"] = str(parse_arch(values["cuda-arch"]).capability)
+    fill["rustflags"] = " ".join(flags.get("rustflags", ()))
+    return fill
+
+
+def expand_command(
+    template: tuple[str, ...], fill: Mapping[str, str], flags: Mapping[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """One command's arguments with placeholders filled in, argument by argument.
+
+    `{nvcc-flags}` standing alone becomes several arguments; when a command runs a tool
+    without naming its placeholder, the tool's flags are added after its subcommand.
+    """
+    out: list[str] = []
+    named = {m for arg in template for m in _PLACEHOLDER.findall(arg)}
+    for arg in template:
+        whole = _PLACEHOLDER.fullmatch(arg)
+        if whole and whole[1] in LIST_PLACEHOLDERS:
+            out.extend(flags.get(LIST_PLACEHOLDERS[whole[1]], ()))
+        else:
+            out.append(_PLACEHOLDER.sub(lambda m: fill.get(m[1], m[0]), arg))
+    return _auto_flags(tuple(out), named, flags)
+
+
+def _auto_flags(argv: tuple[str, ...], named: set[str], flags: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    if not argv:
+        return argv
+    program = argv[0].rsplit("/", 1)[-1]
+    for placeholder, tool in LIST_PLACEHOLDERS.items():
+        if program == tool and placeholder not in named and flags.get(tool):
+            at = _insertion_point(tool, argv)
+            return (*argv[:at], *flags[tool], *argv[at:])
+    return argv
+
+
+def _insertion_point(tool: str, argv: tuple[str, ...]) -> int:
+    """After `cargo [+toolchain] SUBCOMMAND`, after the program name for other tools."""
+    if tool != "cargo":
+        return 1
+    at = 2 if len(argv) > 1 and argv[1].startswith("+") else 1
+    return min(at + 1, len(argv))
+
+
+def slug(text: str) -> str:
+    """A value as it appears in a cell id."""
+    return re.sub(r"[^a-z0-9._+]+", "-", text.lower()).strip("-")
+
+
+def cell_id(build: Build, values: Values) -> str:
+    """A readable, stable id: it names only the values that differ from a default, so that
+    adding an axis value later does not rename existing cells."""
+    found = dict(values)
+    parts = [found.get("build", build.name), found.get("platform", "")]
+    if found.get("rust-toolchain"):
+        parts += ["rust", found["rust-toolchain"], found.get("rust-profile", "debug")]
+        parts += [found[k] for k in ("rust-target", "rust-features") if found.get(k)]
+        if found.get("rust-backend", "llvm") != "llvm":
+            parts.append(found["rust-backend"])
+    if found.get("cuda-version"):
+        parts += ["cuda", found["cuda-version"], found.get("cuda-arch", "")]
+    if found.get("iree-target"):
+        parts += ["iree", found["iree-target"]]
+    axes = [name for name, _ in build.axes]
+    parts += [f"{k}-{found[k]}" for k in axes if k not in _ID_KEYS and k in found]
+    return "-".join(slug(p) for p in parts if p)
+
+
+_ID_KEYS = frozenset(
+    ("build", "platform", "rust-toolchain", "rust-profile", "rust-backend", "rust-target",
+     "rust-features", "cuda-version", "cuda-arch", "iree-target")
+)
+
+
+def cell_name(build: Build, values: Values) -> str:
+    """The job name GitHub shows: build and platform, then the domain values."""
+    found = dict(values)
+    groups = [found.get("build", build.name), found.get("platform", "")]
+    if found.get("rust-toolchain"):
+        rust = ["rust", found["rust-toolchain"], found.get("rust-profile", "debug")]
+        rust += [found[k] for k in ("rust-backend", "rust-target", "rust-features") if found.get(k)]
+        groups.append(" ".join(rust))
+    if found.get("cuda-version"):
+        groups.append(f"cuda {found['cuda-version']} {found.get('cuda-arch', '')}".strip())
+    if found.get("iree-target"):
+        groups.append(f"iree {found['iree-target']}")
+    groups += [f"{k} {found[k]}" for k, _ in build.axes if k not in _ID_KEYS and k in found]
+    return " · ".join(g for g in groups if g)

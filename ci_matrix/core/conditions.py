@@ -1,0 +1,122 @@
+"""Conditions over cell facts, as written in rules, include/exclude and event profiles.
+
+A condition is a value (equal), a list (any of), a comparison string such as
+`">= 2024-02-14, <= 2024-05-20"` or `"< sm_80"` (all must hold), `{not: ...}` or
+`{exists: true|false}`. Conditions compile once into predicates over typed facts.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ci_matrix.core.facts import is_ordered, typed
+
+Predicate = Callable[[Any], bool]
+MISSING: Any = object()  # the value of a fact a cell does not have
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_COMPARISON = re.compile(r"\s*(<=|>=|==|!=|<|>)\s*(\S.*?)\s*\Z")
+
+
+def as_text(value: Any) -> str:
+    """The text of a scalar as facts hold it: booleans are `true`/`false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def compile_condition(fact: str, spec: Any) -> Predicate:
+    """A predicate over the typed value of `fact`; raises ValueError on a malformed condition.
+
+    A fact that holds a set (`uses`) matches a value when it contains it.
+    """
+    if isinstance(spec, Mapping):
+        return _compile_mapping(fact, spec)
+    if isinstance(spec, list):
+        options = [compile_condition(fact, item) for item in spec]
+        return lambda value: any(option(value) for option in options)
+    text = as_text(spec)
+    if text.lstrip()[:1] in ("<", ">", "=", "!"):
+        return _compile_comparisons(fact, text)
+    expected = typed(fact, text)
+    return lambda value: value is not MISSING and (
+        expected in value if isinstance(value, frozenset) else value == expected
+    )
+
+
+def _compile_mapping(fact: str, spec: Mapping[str, Any]) -> Predicate:
+    if "not" in spec:
+        inner = compile_condition(fact, spec["not"])
+        return lambda value: not inner(value)
+    wanted = bool(spec["exists"])
+    return lambda value: (value is not MISSING) == wanted
+
+
+def _compile_comparisons(fact: str, text: str) -> Predicate:
+    tests: list[tuple[Callable[[Any, Any], bool], Any]] = []
+    for part in text.split(","):
+        m = _COMPARISON.match(part)
+        if not m:
+            raise ValueError(f"malformed comparison {part.strip()!r}; expected e.g. '< sm_80'")
+        op, literal = m.groups()
+        if op not in ("==", "!=") and not is_ordered(fact):
+            raise ValueError(f"{fact!r} cannot be compared with {op!r}; compare it with a value")
+        tests.append((_OPS[op], typed(fact, literal)))
+    return lambda value: value is not MISSING and all(test(value, x) for test, x in tests)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """Conditions that must all hold: `(fact, predicate)` pairs."""
+
+    tests: tuple[tuple[str, Predicate], ...]
+
+    def holds(self, facts: Mapping[str, Any]) -> bool:
+        """Whether every condition holds for these facts."""
+        return all(test(facts.get(fact, MISSING)) for fact, test in self.tests)
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """Clauses of which any one must hold (a single mapping is one clause)."""
+
+    clauses: tuple[Clause, ...]
+
+    def holds(self, facts: Mapping[str, Any]) -> bool:
+        """Whether any clause holds for these facts."""
+        return any(clause.holds(facts) for clause in self.clauses)
+
+    @property
+    def facts(self) -> frozenset[str]:
+        """The fact names these conditions look at."""
+        return frozenset(fact for clause in self.clauses for fact, _ in clause.tests)
+
+
+def compile_clause(spec: Mapping[str, Any]) -> Clause:
+    """One mapping of facts to conditions; raises ValueError naming the fact on error."""
+    tests = []
+    for fact, condition in spec.items():
+        try:
+            tests.append((str(fact), compile_condition(str(fact), condition)))
+        except ValueError as exc:
+            raise ConditionError(str(fact), str(exc)) from None
+    return Clause(tuple(tests))
+
+
+class ConditionError(ValueError):
+    """A malformed condition, with the fact it was written for."""
+
+    def __init__(self, fact: str, message: str) -> None:
+        super().__init__(message)
+        self.fact = fact

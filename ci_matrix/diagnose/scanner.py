@@ -1,0 +1,331 @@
+"""Find the last occurrence of every known failure signature in a build log.
+
+The log is untrusted input of any size, so the scan is built to stay linear and bounded:
+
+* Signatures run on google-re2 only (no backtracking, linear in the log's size).
+* The cleaned log is scanned in pieces of ``chunk_size`` bytes. One RE2 ``Set`` pass tells
+  which signatures occur in a piece at all; only those are then located one by one. A
+  clean log therefore costs one pass, and that pass runs on a worker thread (RE2 releases
+  the GIL) while the main thread cleans the next piece.
+* Each piece is scanned behind a short tail of the previous one (``OVERLAP_LINES`` lines,
+  at most ``OVERLAP_BYTES``), so a multi-line signature that straddles two pieces is still
+  found, and counted once: a match counts in the piece where it ends.
+* Patterns run in multi-line mode: ``^`` and ``$`` mean the start and end of a line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, BinaryIO
+
+import re2
+
+from ci_matrix.diagnose.cleaning import clean_pieces
+
+CHUNK_SIZE = 8 << 20
+OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
+OVERLAP_BYTES = 64 << 10
+TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and each capture
+_SET_MAX_MEM = 16 << 20  # RE2's budget for the Set's DFA; past it the DFA flushes, never fails
+_NEWLINE = 0x0A
+
+_Regex = Any  # google-re2 ships no type hints
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One pattern of a rule: RE2 syntax, multi-line mode, case-sensitive unless ``(?i)``."""
+
+    key: str
+    pattern: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    """The last place a signature matched in a log, with its context and how often it did."""
+
+    key: str
+    line: int
+    end_line: int
+    text: str
+    groups: Mapping[str, str]
+    before: tuple[str, ...]
+    after: tuple[str, ...]
+    count: int
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    key: str
+    regex: _Regex
+
+
+@dataclass(frozen=True)
+class _Buffer:
+    """What one pass sees: a byte of left context, the previous tail, then the new piece."""
+
+    data: bytes
+    first_line: int  # line number of data[1]
+    accept_after: int  # a match counts here when accept_after < its end (earlier ones did)
+    ends_line: bool
+    ring: tuple[str, ...]  # the lines just before data[1], for context
+
+
+@dataclass(frozen=True)
+class _Carry:
+    """What one buffer hands to the next."""
+
+    lead: bytes = b"\n"
+    tail: bytes = b""
+    first_line: int = 1
+    held_back: int = 0  # 1 after a piece cut inside a line: a match ending at the cut waits
+    ring: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Found:
+    hit: Hit
+    missing_after: int  # context lines after the hit that lie in pieces not read yet
+
+
+class Scanner:
+    """Signatures compiled once into an RE2 Set, reusable for any number of logs."""
+
+    def __init__(self, signatures: Sequence[Signature]) -> None:
+        """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
+        self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
+        self._set = _compile_set(self._compiled)
+
+    def scan(
+        self, stream: BinaryIO, *, context: int = 3, chunk_size: int = CHUNK_SIZE
+    ) -> dict[str, Hit]:
+        """Return the last hit of each signature found in ``stream``, keyed by signature key.
+
+        ``context`` lines before and after each hit are kept; ``chunk_size`` bounds how
+        much of the log is held at once (about four times it, whatever the log holds).
+        """
+        if context < 0:
+            raise ValueError("context must not be negative")
+        run = _Run(self._compiled, context)
+        overlap = min(OVERLAP_BYTES, chunk_size)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool:
+            waiting: tuple[_Buffer, Future[list[int] | None]] | None = None
+            for buf in _buffers(stream, chunk_size, context, overlap):
+                job = pool.submit(self._set.Match, buf.data)
+                if waiting is not None:
+                    run.absorb(waiting[0], waiting[1].result(), final=False)
+                waiting = (buf, job)
+            if waiting is not None:
+                run.absorb(waiting[0], waiting[1].result(), final=True)
+        return run.hits()
+
+
+def _unique(signatures: Sequence[Signature]) -> Sequence[Signature]:
+    keys = [sig.key for sig in signatures]
+    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    if duplicates:
+        raise ValueError(f"duplicate signature keys: {', '.join(duplicates)}")
+    return signatures
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # errors are raised as ValueError, not printed to stderr
+    return options
+
+
+def _compile(sig: Signature) -> _Compiled:
+    try:
+        regex = re2.compile("(?m)" + sig.pattern, _options())
+    except re2.error as exc:
+        raise ValueError(
+            f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}"
+        ) from None
+    if regex.search(b"") is not None:
+        raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
+    return _Compiled(sig.key, regex)
+
+
+def _reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+
+
+def _compile_set(compiled: Sequence[_Compiled]) -> Any:
+    options = _options()
+    options.max_mem = _SET_MAX_MEM
+    pattern_set = re2.Set.SearchSet(options)
+    for item in compiled:
+        pattern_set.Add(item.regex.pattern)
+    pattern_set.Compile()
+    return pattern_set
+
+
+def _buffers(
+    stream: BinaryIO, chunk_size: int, context: int, overlap: int
+) -> Iterator[_Buffer]:
+    carry = _Carry()
+    for piece in clean_pieces(stream, chunk_size):
+        if piece:  # a piece of nothing but NUL bytes cleans to nothing
+            buf, carry = _next_buffer(carry, piece, context, overlap)
+            yield buf
+
+
+def _next_buffer(
+    carry: _Carry, piece: bytes, context: int, overlap: int
+) -> tuple[_Buffer, _Carry]:
+    data = carry.lead + carry.tail + piece
+    ends_line = piece.endswith(b"\n")
+    buf = _Buffer(
+        data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring
+    )
+    start = _tail_start(data, overlap)
+    ring = carry.ring + tuple(_lines_before(data, start, context))
+    after = _Carry(
+        lead=data[start - 1 : start],
+        tail=data[start:],
+        first_line=carry.first_line + data.count(b"\n", 1, start),
+        held_back=0 if ends_line else 1,
+        ring=ring[-context:] if context else (),
+    )
+    return buf, after
+
+
+def _tail_start(data: bytes, overlap: int) -> int:
+    """Return where the last ``OVERLAP_LINES`` lines (at most ``overlap`` bytes) begin."""
+    floor = max(1, len(data) - overlap)
+    pos = len(data) - 1
+    for _ in range(OVERLAP_LINES):
+        newline = data.rfind(b"\n", floor, pos)
+        if newline < 0:
+            return floor
+        pos = newline
+    return pos + 1
+
+
+class _Run:
+    """What one scan has found so far."""
+
+    def __init__(self, compiled: Sequence[_Compiled], context: int) -> None:
+        self._compiled = compiled
+        self._context = context
+        self._counts: dict[str, int] = {}
+        self._found: dict[str, _Found] = {}
+
+    def absorb(self, buf: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
+        """Take in one buffer and the indices of the signatures the Set saw in it."""
+        for key, found in self._found.items():
+            if found.missing_after:
+                self._found[key] = _complete_after(found, buf, final)
+        until = len(buf.data) if buf.ends_line or final else len(buf.data) - 1
+        for index in sorted(indices or ()):
+            self._locate(self._compiled[index], buf, until, final)
+
+    def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
+        count, last = 0, None
+        for match in sig.regex.finditer(buf.data, 1):
+            start, end = match.span()
+            if end > until:
+                break
+            if end > buf.accept_after:
+                count, last = count + 1, match
+        if last is not None:
+            self._counts[sig.key] = self._counts.get(sig.key, 0) + count
+            self._found[sig.key] = _found(sig.key, buf, last, self._context, final)
+
+    def hits(self) -> dict[str, Hit]:
+        """Return the final hits, in the order of the signatures."""
+        return {
+            sig.key: dataclasses.replace(
+                self._found[sig.key].hit, count=self._counts[sig.key]
+            )
+            for sig in self._compiled
+            if sig.key in self._found
+        }
+
+
+def _found(key: str, buf: _Buffer, match: Any, context: int, final: bool) -> _Found:
+    data = buf.data
+    start, end = match.span()
+    last = max(start, end - 1)  # the last matched byte (a match never is empty)
+    line_start = max(1, data.rfind(b"\n", 1, start) + 1)
+    line_end = data.find(b"\n", last)
+    line_end = len(data) if line_end < 0 else line_end
+    line = buf.first_line + data.count(b"\n", 1, start)
+    before = _lines_before(data, line_start, context)
+    if len(before) < context:
+        before = [*buf.ring, *before][-context:] if context else []
+    after, complete = _lines_after(data, line_end + 1, context, final)
+    hit = Hit(
+        key=key,
+        line=line,
+        end_line=line + data.count(b"\n", start, last),
+        text=_excerpt(data, line_start, line_end, start),
+        groups=_groups(match),
+        before=tuple(before),
+        after=tuple(after),
+        count=0,
+    )
+    return _Found(hit, 0 if complete else context - len(after))
+
+
+def _groups(match: Any) -> Mapping[str, str]:
+    """Named captures as text; a group that took no part in the match is empty."""
+    values = {
+        name: _decode(value or b"")[:TEXT_LIMIT] for name, value in match.groupdict().items()
+    }
+    return MappingProxyType(values)
+
+
+def _complete_after(found: _Found, buf: _Buffer, final: bool) -> _Found:
+    """Add context lines after ``found`` from the next buffer, which holds them."""
+    pos = 1
+    for _ in range(found.hit.end_line + 1 + len(found.hit.after) - buf.first_line):
+        pos = buf.data.find(b"\n", pos) + 1
+        if pos == 0:
+            return found
+    lines, complete = _lines_after(buf.data, pos, found.missing_after, final)
+    hit = dataclasses.replace(found.hit, after=(*found.hit.after, *lines))
+    return _Found(hit, 0 if complete else found.missing_after - len(lines))
+
+
+def _lines_before(data: bytes, pos: int, count: int) -> list[str]:
+    """Return up to ``count`` lines that end just before ``pos``, ``data[1:]`` only."""
+    found: list[str] = []
+    stop = pos - 1 if data[pos - 1] == _NEWLINE else pos
+    while pos > 1 and len(found) < count:
+        start = max(1, data.rfind(b"\n", 1, stop) + 1)
+        found.append(_excerpt(data, start, stop, start))
+        pos, stop = start, start - 1
+    found.reverse()
+    return found
+
+
+def _lines_after(data: bytes, pos: int, count: int, final: bool) -> tuple[list[str], bool]:
+    """Return up to ``count`` whole lines from ``pos`` on, and whether that is all of them."""
+    found: list[str] = []
+    while len(found) < count:
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            if final and pos < len(data):
+                found.append(_excerpt(data, pos, len(data), pos))
+            return found, final
+        found.append(_excerpt(data, pos, newline, pos))
+        pos = newline + 1
+    return found, True
+
+
+def _excerpt(data: bytes, start: int, stop: int, focus: int) -> str:
+    """Return ``data[start:stop]`` as text of at most ``TEXT_LIMIT`` characters around ``focus``."""
+    if stop - start > 4 * TEXT_LIMIT:  # a UTF-8 character is at most 4 bytes
+        start = max(start, focus - TEXT_LIMIT // 4)
+        stop = min(stop, start + 4 * TEXT_LIMIT)
+    return _decode(data[start:stop])[:TEXT_LIMIT]
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

@@ -1,0 +1,1 @@
+"""Edges: files, processes, GitHub (workflow commands, API)."""

@@ -1,0 +1,1 @@
+"""A GitHub REST API on loopback for tests, checked against GitHub's OpenAPI description."""
