@@ -35,7 +35,7 @@ def render(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int
     """`ci-matrix render`: the matrix in one of the formats."""
     project, the_plan = make_plan(args, env)
     if args.format == "github":
-        out.write(render_github(the_plan, args.max_cells or project.manifest.max_cells))
+        out.write(render_github(the_plan, project.manifest.max_cells if args.max_cells is None else args.max_cells))
     elif args.format == "json":
         out.write(render_json(the_plan))
     elif args.format == "yaml":

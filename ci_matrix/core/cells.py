@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from functools import cache, cached_property
 
 from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule, Workaround
@@ -33,27 +34,32 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Context:
+    """What a cell needs, besides its values, to name its runner, env, flags and commands."""
+
+    build: Build
+    platforms: Mapping[str, Platform]
+    iree_devices: Mapping[str, str]
+
+
+@dataclass(frozen=True, eq=False)
 class Cell:
-    """One build on one runner."""
+    """One build on one runner.
+
+    The runner labels, environment, flags and commands are derived from the final values
+    when first asked for: a plan of 100,000 cells does not pay for what it never renders.
+    """
 
     id: str
-    name: str
     build: str
     values: Values  # after workarounds
     requested: Values  # as expanded from the manifest
+    context: Context
     changes: tuple[Change, ...] = ()
     excluded: str | None = None
     excluded_by: str | None = None  # a rule id, "manifest", "event" or "duplicate"
-    env: Values = ()
-    flags: Flags = ()
-    runs_on: tuple[str, ...] = ()
-    commands: tuple[tuple[str, ...], ...] = ()
-    working_directory: str = ""
-
-    @classmethod
-    def start(cls, identifier: str, name: str, build: Build, values: Values) -> Cell:
-        """A cell as the manifest asks for it, before any rule."""
-        return cls(identifier, name, build.name, values, values)
+    rule_env: Values = ()
+    rule_flags: Flags = ()
 
     @property
     def rule_ids(self) -> tuple[str, ...]:
@@ -63,6 +69,38 @@ class Cell:
     def value(self, key: str) -> str:
         """The cell's final value for `key`, or ''."""
         return dict(self.values).get(key, "")
+
+    @cached_property
+    def name(self) -> str:
+        """The job name GitHub shows."""
+        return cell_name(self.context.build, self.requested)
+
+    @cached_property
+    def flags(self) -> Flags:
+        """Tool flags: those that follow from the values, then those that rules added."""
+        return _merge_flags(_own_flags(dict(self.values), self.context.iree_devices), self.rule_flags)
+
+    @cached_property
+    def env(self) -> Values:
+        """The build's environment: the manifest's, the toolchain's, then the rules'."""
+        return _env(self.context.build, dict(self.values), dict(self.flags), self.rule_env)
+
+    @property
+    def runs_on(self) -> tuple[str, ...]:
+        """The `runs-on` labels of the cell's platform."""
+        return self.context.platforms[dict(self.values)["platform"]].runs_on
+
+    @cached_property
+    def commands(self) -> tuple[tuple[str, ...], ...]:
+        """The build commands with placeholders filled in, as argument lists."""
+        flags = dict(self.flags)
+        fill = _placeholders(self.id, dict(self.values), flags)
+        return tuple(expand_command(command, fill, flags) for command in self.context.build.run)
+
+    @property
+    def working_directory(self) -> str:
+        """Where the commands run, relative to the manifest."""
+        return self.context.build.working_directory
 
     def apply(self, rule: Rule) -> Cell:
         """This cell after a matching rule's exclusion or workaround."""
@@ -83,8 +121,8 @@ class Cell:
         return replace(
             self,
             values=tuple(values.items()),
-            env=(*self.env, *fix.env),
-            flags=_merge_flags(self.flags, fix.flags),
+            rule_env=(*self.rule_env, *fix.env),
+            rule_flags=_merge_flags(self.rule_flags, fix.flags),
             changes=(*self.changes, change),
         )
 
@@ -94,24 +132,6 @@ def _merge_flags(first: Flags, second: Flags) -> Flags:
     for tool, args in second:
         merged[tool] = merged.get(tool, ()) + args
     return tuple((tool, merged[tool]) for tool in TOOLS if tool in merged)
-
-
-def finish(cell: Cell, build: Build, platforms: Mapping[str, Platform], iree_devices: Mapping[str, str]) -> Cell:
-    """Fill in the runner labels, environment, tool flags and commands of a runnable cell."""
-    if cell.excluded is not None:
-        return cell
-    values = dict(cell.values)
-    flags = _merge_flags(_own_flags(values, iree_devices), cell.flags)
-    env = _env(build, values, dict(flags), cell.env)
-    fill = _placeholders(cell.id, values, dict(flags))
-    return replace(
-        cell,
-        flags=flags,
-        env=env,
-        runs_on=platforms[values["platform"]].runs_on,
-        commands=tuple(expand_command(command, fill, dict(flags)) for command in build.run),
-        working_directory=build.working_directory,
-    )
 
 
 def _own_flags(values: Mapping[str, str], iree_devices: Mapping[str, str]) -> Flags:
@@ -193,34 +213,40 @@ def _insertion_point(tool: str, argv: tuple[str, ...]) -> int:
     return min(at + 1, len(argv))
 
 
+@cache
 def slug(text: str) -> str:
     """A value as it appears in a cell id."""
     return re.sub(r"[^a-z0-9._+]+", "-", text.lower()).strip("-")
 
 
+#: The order of a cell id's parts; free-form axes follow in the build's order.
+ID_ORDER = ("build", "platform", "rust-toolchain", "rust-profile", "rust-target", "rust-features",
+            "rust-backend", "cuda-version", "cuda-arch", "iree-target")
+_ID_KEYS = frozenset(ID_ORDER)
+_ID_PREFIX = {"rust-toolchain": "rust-", "cuda-version": "cuda-", "iree-target": "iree-"}
+
+
+@cache
+def id_part(axis: str, value: str) -> str:
+    """The part of a cell id that one value contributes ('' for a default value)."""
+    if axis == "rust-backend" and value == "llvm":
+        return ""
+    if axis in _ID_KEYS:
+        return _ID_PREFIX.get(axis, "") + slug(value)
+    return f"{slug(axis)}-{slug(value)}"
+
+
+def id_keys(build: Build, keys: Iterable[str]) -> list[str]:
+    """Which of `keys` appear in a cell id, in id order."""
+    present = set(keys)
+    return [k for k in ID_ORDER if k in present] + [k for k, _ in build.axes if k not in _ID_KEYS and k in present]
+
+
 def cell_id(build: Build, values: Values) -> str:
     """A readable, stable id: it names only the values that differ from a default, so that
     adding an axis value later does not rename existing cells."""
-    found = dict(values)
-    parts = [found.get("build", build.name), found.get("platform", "")]
-    if found.get("rust-toolchain"):
-        parts += ["rust", found["rust-toolchain"], found.get("rust-profile", "debug")]
-        parts += [found[k] for k in ("rust-target", "rust-features") if found.get(k)]
-        if found.get("rust-backend", "llvm") != "llvm":
-            parts.append(found["rust-backend"])
-    if found.get("cuda-version"):
-        parts += ["cuda", found["cuda-version"], found.get("cuda-arch", "")]
-    if found.get("iree-target"):
-        parts += ["iree", found["iree-target"]]
-    axes = [name for name, _ in build.axes]
-    parts += [f"{k}-{found[k]}" for k in axes if k not in _ID_KEYS and k in found]
-    return "-".join(slug(p) for p in parts if p)
-
-
-_ID_KEYS = frozenset(
-    ("build", "platform", "rust-toolchain", "rust-profile", "rust-backend", "rust-target",
-     "rust-features", "cuda-version", "cuda-arch", "iree-target")
-)
+    found = {k: v for k, v in values if v}
+    return "-".join(p for p in (id_part(k, found[k]) for k in id_keys(build, found)) if p)
 
 
 def cell_name(build: Build, values: Values) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from ci_matrix.core.values import arch_order, parse_date, parse_toolchain, parse_version
@@ -57,6 +58,7 @@ def is_ordered(fact: str) -> bool:
     return fact in _TYPED
 
 
+@cache
 def typed(fact: str, text: str) -> Any:
     """The comparable value of a fact written as text; raises ValueError when malformed."""
     parse = _TYPED.get(fact)
@@ -89,6 +91,7 @@ def derive(values: Mapping[str, str], platforms: Mapping[str, Platform]) -> dict
     return facts
 
 
+@cache
 def _toolchain_facts(name: str) -> dict[str, Any]:
     toolchain = parse_toolchain(name)
     facts: dict[str, Any] = {"rust-channel": toolchain.channel}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -124,7 +125,7 @@ class _ManifestReader:
         at: Path = ("builds", name)
         axes = self.build_axes(at, spec)
         names = {axis for axis, _ in axes}
-        return Build(
+        build = Build(
             name=name,
             axes=axes,
             include=tuple(self.partial((*at, "include", i), e, None) for i, e in enumerate(spec.get("include", []))),
@@ -136,6 +137,15 @@ class _ManifestReader:
             uses=tuple(sorted({str(u) for u in spec.get("uses", [])})),
             iree_version=str(spec.get("iree", {}).get("version", "")),
         )
+        self.check_new_cells(at, build)
+        return build
+
+    def check_new_cells(self, at: Path, build: Build) -> None:
+        # GitHub turns an include that extends no combination into a new one; a cell needs a platform.
+        for i, entry in enumerate(build.include):
+            if "platform" not in dict(entry) and not _extends_some(build, dict(entry)):
+                message = "this include matches no combination, so it would be a new cell; give it a platform"
+                self.fail((*at, "include", i), message)
 
     def build_axes(self, at: Path, spec: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
         axes = [("platform", self.values((*at, "platforms"), "platform", spec["platforms"]))]
@@ -187,6 +197,17 @@ class _ManifestReader:
         exclude = tuple(self.partial((*at, "exclude", i), e, None) for i, e in enumerate(spec.get("exclude", [])))
         chosen = tuple(str(b) for b in spec["builds"]) if "builds" in spec else None
         return EventProfile(chosen, only, exclude)
+
+
+def _extends_some(build: Build, entry: Mapping[str, str]) -> bool:
+    """Whether an include entry fits a combination that the build's excludes keep."""
+    names = [name for name, _ in build.axes]
+    choices = [[v for v in values if entry.get(name, v) == v] for name, values in build.axes]
+    for combo in itertools.product(*choices):
+        values = dict(zip(names, combo, strict=True))
+        if not any(all(values.get(k) == v for k, v in e) for e in build.exclude):
+            return True
+    return False
 
 
 # (manifest section, key, cell axis, default when the section exists but the key does not)

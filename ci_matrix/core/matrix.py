@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ci_matrix.core.catalog import Catalog
-from ci_matrix.core.cells import Cell, Change, cell_id, cell_name, finish
+from ci_matrix.core.cells import Cell, Context, cell_id
 from ci_matrix.core.facts import derive
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.core.manifest import Build, EventProfile, Manifest, Values
-from ci_matrix.core.rule_index import RuleIndex
+from ci_matrix.core.rule_index import BuildShortcut, RuleIndex
 
 _MAX_RULE_PASSES = 8  # a workaround may enable another rule; this bounds the chain
 
@@ -47,13 +47,16 @@ def plan(manifest: Manifest, rules: Sequence[Rule], catalog: Catalog, event: str
     cells: list[Cell] = []
     taken: set[str] = set()
     for build in manifest.builds:
-        for values, manifest_exclusion in expand(build):
-            identifier = _unique(cell_id(build, values), taken)
-            cell = Cell.start(identifier, cell_name(build, values), build, values)
+        context = Context(build, manifest.platforms, catalog.iree_devices)
+        shortcut = BuildShortcut(build, index, manifest.platforms, _with_build(build, {}))
+        for values, manifest_exclusion, combo in expand(build):
+            identifier = _unique(shortcut.cell_id(combo) if combo else cell_id(build, values), taken)
             if manifest_exclusion:
-                cells.append(replace(cell, excluded=manifest_exclusion, excluded_by="manifest"))
+                cells.append(Cell(identifier, build.name, values, values, context, (), manifest_exclusion, "manifest"))
                 continue
-            cells.append(_resolve(cell, build, manifest, catalog, index, event, profile))
+            cell = Cell(identifier, build.name, values, values, context)
+            untouched = combo is not None and not shortcut.mask(combo)
+            cells.append(_resolve(cell, manifest, index, event, profile, untouched))
     return Plan(event, tuple(_drop_duplicates(cells)))
 
 
@@ -66,19 +69,27 @@ def _unique(identifier: str, taken: set[str]) -> str:
     return candidate
 
 
-def expand(build: Build) -> Iterator[tuple[Values, str]]:
-    """Combinations of one build with GitHub's semantics: (values, exclusion reason or '')."""
+def expand(build: Build) -> Iterator[tuple[Values, str, tuple[str, ...] | None]]:
+    """Combinations of one build with GitHub's semantics.
+
+    Yields (values, exclusion reason or '', the plain cross-product combination, or None
+    when an `include` added to it or created it)."""
     names = [name for name, _ in build.axes]
-    kept: list[dict[str, str]] = []
-    for combo in itertools.product(*(values for _, values in build.axes)):
-        values = dict(zip(names, combo))
-        reason = _manifest_exclusion(build, values)
-        if reason:
-            yield _with_build(build, values), reason
-        else:
-            kept.append(values)
-    for values in _include(build, kept, set(names)):
-        yield _with_build(build, values), ""
+    raw = list(itertools.product(*(values for _, values in build.axes)))
+    if not build.exclude and not build.include:  # the common case, without a dict per cell
+        head, tail = _with_build(build, {}), _build_tail(build)
+        for combo in raw:
+            yield (head[0], *zip(names, combo), *tail), "", combo
+        return
+    combos = [dict(zip(names, combo, strict=True)) for combo in raw]
+    reasons = [_manifest_exclusion(build, values) for values in combos]
+    # Excluded combinations keep their place in the cross product, so the order stays readable.
+    kept = [c for c, reason in zip(combos, reasons, strict=True) if not reason]
+    extended, extra = _include(build, kept, set(names))
+    for combo, values, reason in zip(raw, combos, reasons, strict=True):
+        yield _with_build(build, values), reason, None if id(values) in extended else combo
+    for values in extra:
+        yield _with_build(build, values), "", None
 
 
 def _manifest_exclusion(build: Build, values: Mapping[str, str]) -> str:
@@ -88,45 +99,43 @@ def _manifest_exclusion(build: Build, values: Mapping[str, str]) -> str:
     return ""
 
 
-def _include(build: Build, combos: list[dict[str, str]], axes: set[str]) -> list[dict[str, str]]:
+def _include(build: Build, combos: list[dict[str, str]], axes: set[str]) -> tuple[set[int], list[dict[str, str]]]:
     """GitHub: an include entry extends every combination whose original values it does not
-    overwrite (added values may be overwritten); one that fits none becomes a new combination."""
-    originals = [dict(c) for c in combos]
+    overwrite (added values may be overwritten); one that fits none becomes a new combination.
+
+    `combos` are extended in place; returns the ids of those extended, and the new combinations."""
+    originals = [dict(c) for c in combos] if build.include else []
+    extended: set[int] = set()
     extra: list[dict[str, str]] = []
     for entry in build.include:
         matched = False
-        for combo, original in zip(combos, originals):
+        for combo, original in zip(combos, originals, strict=True):
             if all(original[k] == v for k, v in entry if k in axes):
                 combo.update(entry)
+                extended.add(id(combo))
                 matched = True
         if not matched:
             extra.append(dict(entry))
-    return combos + extra
+    return extended, extra
 
 
 def _with_build(build: Build, values: Mapping[str, str]) -> Values:
-    pairs = [("build", build.name), *values.items()]
-    if build.uses:
-        pairs.append(("uses", ",".join(build.uses)))
-    if build.needs_gpu:
-        pairs.append(("needs-gpu", "true"))
-    return tuple(pairs)
+    return (("build", build.name), *values.items(), *_build_tail(build))
 
 
-def _resolve(  # noqa: PLR0913 - one cell needs all of its context
-    cell: Cell,
-    build: Build,
-    manifest: Manifest,
-    catalog: Catalog,
-    index: RuleIndex,
-    event: str,
-    profile: EventProfile | None,
+def _build_tail(build: Build) -> Values:
+    """Facts a build states about itself, carried by each of its cells."""
+    tail = [("uses", ",".join(build.uses))] if build.uses else []
+    return (*tail, ("needs-gpu", "true")) if build.needs_gpu else tuple(tail)
+
+
+def _resolve(  # noqa: PLR0913
+    cell: Cell, manifest: Manifest, index: RuleIndex, event: str, profile: EventProfile | None, untouched: bool
 ) -> Cell:
-    reason = _event_exclusion(cell.values, event, profile)
+    reason = _event_exclusion(cell.values, event, profile) if profile else ""
     if reason:
         return replace(cell, excluded=reason, excluded_by="event")
-    cell = _apply_rules(cell, manifest, index)
-    return finish(cell, build, manifest.platforms, catalog.iree_devices)
+    return cell if untouched else _apply_rules(cell, manifest, index)
 
 
 def _event_exclusion(values: Values, event: str, profile: EventProfile | None) -> str:
@@ -186,4 +195,5 @@ def _drop_duplicates(cells: list[Cell]) -> Iterator[Cell]:
 
 
 def _build_key(cell: Cell) -> Any:
-    return (cell.values, cell.env, cell.flags)
+    """What decides a cell's build: its values and what rules added (env, flags follow)."""
+    return (cell.values, cell.rule_env, cell.rule_flags)

@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from ci_matrix.core.cells import id_keys, id_part
 from ci_matrix.core.conditions import MISSING, Clause, Predicate
+from ci_matrix.core.facts import Platform, derive
 from ci_matrix.core.knowledge import Rule
+from ci_matrix.core.manifest import Build, Values
 
 
 class RuleIndex:
@@ -68,3 +71,56 @@ class RuleIndex:
                 seen = owner
                 yield self.rules[owner]
             mask ^= low
+
+    @property
+    def facts(self) -> frozenset[str]:
+        """The facts some rule looks at."""
+        return frozenset(self._tests)
+
+    def mask_of(self, facts: Mapping[str, Any]) -> int:
+        """The clauses that the given facts allow (facts not given are not looked at)."""
+        mask = self._all
+        for fact, value in facts.items():
+            if fact in self._tests:
+                mask &= self._accepting(fact, value)
+        return mask
+
+
+class BuildShortcut:
+    """Rule masks and id parts per axis value of one build.
+
+    A plain cross-product combination's mask is the AND of its values' masks, and its id
+    the join of their parts: no per-cell fact derivation for the many cells no rule
+    touches. Combinations that an `include` changed take the general path.
+    """
+
+    def __init__(self, build: Build, index: RuleIndex, platforms: Mapping[str, Platform], base: Values) -> None:
+        base_facts = derive(dict(base), platforms)
+        covered = set(base_facts)
+        self._masks: list[dict[str, int]] = []
+        for name, values in build.axes:
+            facts_of = {value: derive({name: value}, platforms) for value in values}
+            keys = set().union(*facts_of.values())
+            covered |= keys
+            self._masks.append(
+                {value: index.mask_of({k: found.get(k, MISSING) for k in keys}) for value, found in facts_of.items()}
+            )
+        missing = {fact: MISSING for fact in index.facts - covered}
+        self._const = index.mask_of({**base_facts, **missing})
+        names = [name for name, _ in build.axes]
+        self._id_head = id_part("build", build.name)
+        self._id_order = [names.index(k) for k in id_keys(build, names)]
+        self._id_parts = [{v: id_part(name, v) for v in values} for name, values in build.axes]
+
+    def mask(self, combo: tuple[str, ...]) -> int:
+        """The clauses that may hold for a cross-product combination."""
+        mask = self._const
+        for masks, value in zip(self._masks, combo):
+            mask &= masks[value]
+        return mask
+
+    def cell_id(self, combo: tuple[str, ...]) -> str:
+        """The id `cell_id()` gives this combination."""
+        parts = [self._id_head]
+        parts += [self._id_parts[i][combo[i]] for i in self._id_order]
+        return "-".join(p for p in parts if p)

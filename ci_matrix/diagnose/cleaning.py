@@ -15,22 +15,38 @@ number of steps and the total stays linear. Signatures themselves only ever run 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
+import re2
+
 # CSI (ESC [ params intermediates final), OSC (ESC ] text BEL-or-ST), charset selection
 # (ESC ( B), and any other two-byte escape; a lone ESC that starts nothing is dropped too.
-_ANSI = re.compile(
+# A run of escapes is one match (colour codes come in runs: bold, then red), and the
+# pattern starts with a literal ESC so that sre skips to it at memchr speed.
+_ESCAPE = (
     rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,16}[@-~]"
     rb"|\][^\x07\x1b\n]{0,4096}(?:\x07|\x1b\\)"
     rb"|[()*+#][0-9A-Za-z]"
     rb"|[@-Z\\-_]"
-    rb")?"
+    rb"|)"  # an empty last alternative, not a trailing "?", keeps sre on its fast path
 )
+_ANSI = re.compile(_ESCAPE + rb"(?:" + _ESCAPE + rb")*")
 # GitHub Actions prefixes every line of a downloaded log with "2024-05-01T12:34:56.1234567Z ".
 _STAMP_BODY = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z "
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
+# RE2's DFA tells a log without stamps in one fast pass; sre would try at every newline.
+_STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY)
+
+# A piece's first _ONE_BY_ONE_MAX escapes are removed one by one (about 16 ms); past that,
+# in bulk: the sequences seen at least _BULK_MIN_SEEN times in a sample of _SAMPLE_BYTES,
+# at most _BULK_SEQUENCES of them.
+_ONE_BY_ONE_MAX = 1 << 16
+_BULK_SEQUENCES = 4
+_BULK_MIN_SEEN = 16
+_SAMPLE_BYTES = 64 << 10
 
 # How far back from a forced cut to look for an escape sequence it would split.
 _ESCAPE_REACH = 96
@@ -47,9 +63,36 @@ def clean(raw: bytes, *, at_line_start: bool = True) -> bytes:
         # A lone CR (progress bars) ends a line too, so no text hides behind it.
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if b"\x1b" in data:
-        data = _ANSI.sub(b"", data)
+        data = _strip_ansi(data)
     data = _strip_stamps(data, at_line_start=at_line_start)
     return _valid_utf8(data)
+
+
+def _strip_ansi(data: bytes) -> bytes:
+    """Remove escape sequences exactly, at a cost bounded whatever their number.
+
+    ``re`` spends about a quarter of a microsecond per escape, so at most
+    ``_ONE_BY_ONE_MAX`` escapes of a piece go one by one. Past that, the piece is a flood
+    (a log in dense colour, or one built to stall us): its most repeated sequences are
+    removed in bulk, one C-speed pass each, and any left lose just their ESC byte.
+    """
+    parts = _ANSI.split(data, _ONE_BY_ONE_MAX)
+    if len(parts) <= _ONE_BY_ONE_MAX:
+        return b"".join(parts)
+    rest = parts.pop()
+    for sequence in _common_escapes(rest):
+        rest = rest.replace(sequence, b"")
+    parts.append(rest.translate(None, b"\x1b"))
+    return b"".join(parts)
+
+
+def _common_escapes(data: bytes) -> list[bytes]:
+    """Return the escape sequences that a sample of ``data`` repeats often."""
+    first = data.find(b"\x1b")
+    if first < 0:
+        return []
+    sample = Counter(_ANSI.findall(data, first, first + _SAMPLE_BYTES))
+    return [seq for seq, seen in sample.most_common(_BULK_SEQUENCES) if seen >= _BULK_MIN_SEEN]
 
 
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
@@ -58,7 +101,7 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
         first = _STAMP_AT_START.match(data)
         if first is not None:
             data = data[first.end() :]
-    if b"Z " not in data:
+    if _STAMP_PROBE.search(data) is None:
         return data
     return _STAMP_AFTER_NEWLINE.sub(b"\n", data)
 
@@ -88,31 +131,27 @@ def clean_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
 
 
 def raw_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    """Yield ``stream`` in pieces of at most ``chunk_size`` bytes, cut after newlines.
+    """Yield ``stream`` in pieces that end after a newline, of less than ``2 * chunk_size``.
 
-    Never holds more than about twice ``chunk_size`` bytes, however long a line is.
+    A line longer than ``chunk_size`` is cut into pieces of ``chunk_size`` bytes or less,
+    so memory stays bounded however long a line is.
     """
     if chunk_size < 2 * _ESCAPE_REACH:
         raise ValueError(f"chunk_size must be at least {2 * _ESCAPE_REACH} bytes")
-    rest = b""
+    rest = b""  # the unfinished last line: never holds a newline
     while block := stream.read(chunk_size):
-        rest += block
-        pos = 0
-        while len(rest) - pos >= chunk_size:
-            end = _piece_end(rest, pos, pos + chunk_size)
-            yield rest[pos:end]
-            pos = end
-        rest = rest[pos:]
+        end = block.rfind(b"\n") + 1
+        if end:
+            yield rest + memoryview(block)[:end]  # one copy, not two
+            rest = block[end:]
+        else:
+            rest += block
+        while len(rest) >= chunk_size:
+            cut = _forced_cut(rest, 0, chunk_size)
+            yield rest[:cut]
+            rest = rest[cut:]
     if rest:
         yield rest
-
-
-def _piece_end(data: bytes, start: int, limit: int) -> int:
-    """Return where the piece starting at ``start`` ends: after a newline if possible."""
-    newline = data.rfind(b"\n", start, limit)
-    if newline >= 0:
-        return newline + 1
-    return _forced_cut(data, start, limit)
 
 
 def _forced_cut(data: bytes, start: int, limit: int) -> int:

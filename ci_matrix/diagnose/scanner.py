@@ -100,9 +100,7 @@ class Scanner:
         self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
         self._set = _compile_set(self._compiled)
 
-    def scan(
-        self, stream: BinaryIO, *, context: int = 3, chunk_size: int = CHUNK_SIZE
-    ) -> dict[str, Hit]:
+    def scan(self, stream: BinaryIO, *, context: int = 3, chunk_size: int = CHUNK_SIZE) -> dict[str, Hit]:
         """Return the last hit of each signature found in ``stream``, keyed by signature key.
 
         ``context`` lines before and after each hit are kept; ``chunk_size`` bounds how
@@ -142,9 +140,7 @@ def _compile(sig: Signature) -> _Compiled:
     try:
         regex = re2.compile("(?m)" + sig.pattern, _options())
     except re2.error as exc:
-        raise ValueError(
-            f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}"
-        ) from None
+        raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
     return _Compiled(sig.key, regex)
@@ -165,9 +161,7 @@ def _compile_set(compiled: Sequence[_Compiled]) -> Any:
     return pattern_set
 
 
-def _buffers(
-    stream: BinaryIO, chunk_size: int, context: int, overlap: int
-) -> Iterator[_Buffer]:
+def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int) -> Iterator[_Buffer]:
     carry = _Carry()
     for piece in clean_pieces(stream, chunk_size):
         if piece:  # a piece of nothing but NUL bytes cleans to nothing
@@ -175,14 +169,10 @@ def _buffers(
             yield buf
 
 
-def _next_buffer(
-    carry: _Carry, piece: bytes, context: int, overlap: int
-) -> tuple[_Buffer, _Carry]:
+def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[_Buffer, _Carry]:
     data = carry.lead + carry.tail + piece
     ends_line = piece.endswith(b"\n")
-    buf = _Buffer(
-        data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring
-    )
+    buf = _Buffer(data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring)
     start = _tail_start(data, overlap)
     ring = carry.ring + tuple(_lines_before(data, start, context))
     after = _Carry(
@@ -196,15 +186,19 @@ def _next_buffer(
 
 
 def _tail_start(data: bytes, overlap: int) -> int:
-    """Return where the last ``OVERLAP_LINES`` lines (at most ``overlap`` bytes) begin."""
+    """Return where the tail carried to the next buffer starts in ``data``.
+
+    The tail is the last ``OVERLAP_LINES`` whole lines that fit in ``overlap`` bytes; only
+    when the last line alone is longer does it start inside that line.
+    """
     floor = max(1, len(data) - overlap)
-    pos = len(data) - 1
+    start, pos = floor, len(data) - 1  # pos: skip the newline that ends the last line
     for _ in range(OVERLAP_LINES):
-        newline = data.rfind(b"\n", floor, pos)
+        newline = data.rfind(b"\n", floor - 1, pos)
         if newline < 0:
-            return floor
-        pos = newline
-    return pos + 1
+            break
+        start, pos = newline + 1, newline
+    return start
 
 
 class _Run:
@@ -228,7 +222,7 @@ class _Run:
     def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
         count, last = 0, None
         for match in sig.regex.finditer(buf.data, 1):
-            start, end = match.span()
+            _start, end = match.span()
             if end > until:
                 break
             if end > buf.accept_after:
@@ -240,9 +234,7 @@ class _Run:
     def hits(self) -> dict[str, Hit]:
         """Return the final hits, in the order of the signatures."""
         return {
-            sig.key: dataclasses.replace(
-                self._found[sig.key].hit, count=self._counts[sig.key]
-            )
+            sig.key: dataclasses.replace(self._found[sig.key].hit, count=self._counts[sig.key])
             for sig in self._compiled
             if sig.key in self._found
         }
@@ -275,9 +267,7 @@ def _found(key: str, buf: _Buffer, match: Any, context: int, final: bool) -> _Fo
 
 def _groups(match: Any) -> Mapping[str, str]:
     """Named captures as text; a group that took no part in the match is empty."""
-    values = {
-        name: _decode(value or b"")[:TEXT_LIMIT] for name, value in match.groupdict().items()
-    }
+    values = {name: _decode(value or b"")[:TEXT_LIMIT] for name, value in match.groupdict().items()}
     return MappingProxyType(values)
 
 

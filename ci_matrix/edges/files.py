@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+
 from ci_matrix.core.catalog import Catalog, catalog_from
-from ci_matrix.core.document import Document, parse_yaml, schema_problems
+from ci_matrix.core.document import Document, did_you_mean, fast_load, parse_yaml, schema_problems
 from ci_matrix.core.facts import known_facts
 from ci_matrix.core.knowledge import Rule, duplicate_ids, rules_from_document
 from ci_matrix.core.manifest import Manifest, manifest_from
@@ -47,10 +49,7 @@ def load_document(text: str, file: str, schema_name: str) -> tuple[Document | No
 def catalog() -> Catalog:
     """The built-in catalog of platforms, toolkits, archs and targets."""
     text = (_PACKAGE / "data" / "catalog.yaml").read_text(encoding="utf-8")
-    document, problems = load_document(text, "ci_matrix/data/catalog.yaml", "catalog")
-    if document is None or problems:
-        raise ConfigError(problems)
-    return catalog_from(document.root)
+    return catalog_from(fast_load(text))  # package data, checked against its schema by the tests
 
 
 def builtin_rule_files() -> list[tuple[str, str]]:
@@ -65,9 +64,7 @@ def knowledge_fixture(name: str) -> bytes:
     return (_PACKAGE / "knowledge" / "fixtures" / name).read_bytes()
 
 
-def read_rules(
-    files: Iterable[tuple[str, str]], facts: frozenset[str]
-) -> tuple[list[Rule], list[Problem]]:
+def read_rules(files: Iterable[tuple[str, str]], facts: frozenset[str]) -> tuple[list[Rule], list[Problem]]:
     """Rules of several rule files, with every problem of all of them."""
     rules: list[Rule] = []
     problems: list[Problem] = []
@@ -97,28 +94,60 @@ class Project:
 def load_project(path: Path) -> Project:
     """Read the manifest at `path` and the rule files it names; raise ConfigError on problems."""
     text = _read_manifest_text(path)
-    document, problems = load_document(text, str(path), "manifest")
-    if document is None or problems:
-        raise ConfigError(problems)
-    manifest, problems = manifest_from(document, catalog())
+    manifest, problems = _fast_manifest(text, str(path))
+    if manifest is None:
+        document, problems = load_document(text, str(path), "manifest")
+        if document is None or problems:
+            raise ConfigError(problems)
+        manifest, problems = manifest_from(document, catalog())
     facts = known_facts(manifest.extra_axes if manifest else ())
-    local = [
-        _read_rule_file(path.parent, name) for name in (manifest.rule_files if manifest else ())
-    ]
-    rules, rule_problems = read_rules([*builtin_rule_files(), *local], facts)
+    local = [_read_rule_file(path.parent, name) for name in (manifest.rule_files if manifest else ())]
+    rules, rule_problems = read_rules(local, facts)
     problems += rule_problems
+    rules = [*trusted_builtin_rules(), *rules]
+    for first, again in duplicate_ids(rules):
+        problems.append(
+            Problem(
+                again.origin.rpartition(":")[0],
+                int(again.origin.rpartition(":")[2]),
+                1,
+                "",
+                f"rule id {again.id!r} is already used by the built-in rule at {first.origin}",
+            )
+        ) + _unknown_ignored(document, rules)
     if manifest is None or problems:
         raise ConfigError(problems)
     return Project(manifest, tuple(rules), path.parent)
+
+
+def _unknown_ignored(document: Document, rules: Iterable[Rule]) -> list[Problem]:
+    """A misspelt id in `ignore-rules` would silently ignore nothing."""
+    known = {r.id for r in rules}
+    return [
+        document.problem(("ignore-rules", i), f"unknown rule {rule_id!r}{did_you_mean(str(rule_id), known)}")
+        for i, rule_id in enumerate(document.root.get("ignore-rules", []))
+        if rule_id not in known
+    ]
+
+
+def _fast_manifest(text: str, file: str) -> tuple[Manifest | None, list[Problem]]:
+    """A valid manifest without keeping positions; None when anything is wrong, so that
+    the slow path with ruamel.yaml reports every problem at its line and column."""
+    data = fast_load(text)
+    if not isinstance(data, dict):
+        return None, []
+    document = Document(file, data)
+    if schema_problems(document, schema("manifest")):
+        return None, []
+    manifest, problems = manifest_from(document, catalog())
+    return (manifest, []) if not problems else (None, [])
 
 
 def _read_manifest_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(
-            f"{path}: no manifest here; pass --manifest PATH or create {DEFAULT_MANIFEST}"
-        ) from None
+        raise UsageError(f"{path}: no manifest here; pass --manifest PATH or create {DEFAULT_MANIFEST}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the manifest: {exc}") from None
 
@@ -132,39 +161,36 @@ def _read_rule_file(root: Path, name: str) -> tuple[str, str]:
 
 
 def builtin_rules() -> list[Rule]:
-    """The built-in knowledge base; its files are checked by the test suite."""
+    """The built-in knowledge base, fully checked: schema, facts, positions."""
     rules, problems = read_rules(builtin_rule_files(), known_facts())
     if problems:
         raise ConfigError(problems)
     return rules
 
 
-def check_file(path: Path) -> list[Problem]:
-    """Every problem of one manifest or rule file (a file with top-level `rules:` and no
-    `builds:` is a rule file)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Problem(str(path), 0, 0, "", f"cannot read: {exc}")]
-    document, problems = parse_yaml(text, str(path))
-    if document is None:
-        return problems
-    root = document.root
-    if isinstance(root, dict) and "rules" in root and "builds" not in root:
-        return read_rules([(str(path), text)], known_facts(tuple(_axes_named_anywhere(root))))[1]
-    try:
-        load_project(path)
-    except ConfigError as exc:
-        return list(exc.problems)
-    return []
+@functools.cache
+def trusted_builtin_rules() -> tuple[Rule, ...]:
+    """The built-in knowledge base on the fast path of every command.
+
+    The files ship with the package and the test suite checks them against the schema
+    (`builtin_rules`), so here they are read with PyYAML's C parser and not re-validated:
+    this keeps `ci-matrix render` starting in a fraction of the time ruamel.yaml and
+    jsonschema would take over some thousand lines of rules.
+    """
+    rules: list[Rule] = []
+    for name, text in builtin_rule_files():
+        document = Document(name, fast_load(text))
+        found, problems = rules_from_document(document, known_facts())
+        if problems:
+            raise ConfigError(problems)
+        lines = _id_lines(text)
+        rules += [replace(rule, origin=f"{name}:{lines.get(rule.id, 1)}") for rule in found]
+    return tuple(rules)
 
 
-def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
-    """A project rule file may speak of the project's own axes; validate lets any name
-    through that is written like one, and `load_project` checks it against the manifest."""
-    names: list[str] = []
-    for rule in root.get("rules", []) or []:
-        when = rule.get("when") if isinstance(rule, dict) else None
-        for clause in when if isinstance(when, list) else [when] if isinstance(when, dict) else []:
-            names += [str(k) for k in clause if isinstance(clause, dict)]
-    return names
+_ID_LINE = re.compile(r"""^\s*-?\s*id:\s*['"]?([a-z0-9-]+)['"]?\s*$""", re.MULTILINE)
+
+
+def _id_lines(text: str) -> dict[str, int]:
+    """The line of each `id:` in a rule file: the fast path keeps no positions."""
+    return {m[1]: text.count("\n", 0, m.start()) + 1 for m in _ID_LINE.finditer(text)}

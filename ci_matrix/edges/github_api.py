@@ -11,7 +11,6 @@ The environment is not read here: the caller passes GITHUB_API_URL and the token
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,20 +25,31 @@ from github3.session import AppInstallationTokenAuth, GitHubSession, TokenAuth
 from ci_matrix.edges.report_post import (
     ANNOTATION_MESSAGE_LIMIT,
     OUTPUT_TEXT_LIMIT,
+    READ_ONLY_MESSAGE,
+    PostStatus,
+    RetryPolicy,
     batches,
+    classify,
     sticky_body,
     truncate,
     truncate_title,
 )
 
-AnnotationLevel = Literal["notice", "warning", "failure"]
-Conclusion = Literal[
-    "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
+__all__ = [
+    "BOT_LOGIN",
+    "Annotation",
+    "ApiSettings",
+    "GitHubReporter",
+    "PostOutcome",
+    "PostStatus",
+    "RetryPolicy",
 ]
+
+AnnotationLevel = Literal["notice", "warning", "failure"]
+Conclusion = Literal["success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"]
 
 BOT_LOGIN = "github-actions[bot]"  # the author of everything GITHUB_TOKEN posts
 ENTERPRISE_SUFFIX = "/api/v3"  # GitHub Enterprise Server serves its API under this path
-READ_ONLY_MESSAGE = "Resource not accessible by integration"
 
 Result = TypeVar("Result")
 
@@ -67,16 +77,6 @@ class Annotation:
         }
 
 
-class PostStatus(enum.Enum):
-    """How posting ended."""
-
-    POSTED = "posted"  # created or updated
-    UNCHANGED = "unchanged"  # the sticky comment already said exactly this
-    FORBIDDEN = "forbidden"  # read-only token (fork pull request): fall back, say so
-    TIMED_OUT = "timed-out"  # GitHub did not answer in time, even after retries
-    FAILED = "failed"  # anything else; `message` says what
-
-
 @dataclass(frozen=True)
 class PostOutcome:
     """The result of one posting; never carries the token."""
@@ -87,35 +87,15 @@ class PostOutcome:
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff: first_delay, 2x, 4x ... capped at max_delay, `attempts` tries in all."""
-
-    attempts: int = 4
-    first_delay: float = 2.0
-    max_delay: float = 30.0
-    max_retry_after: float = 120.0  # a longer Retry-After gives up rather than stall the job
-
-
-@dataclass(frozen=True)
 class ApiSettings:
     """Where and how to talk to GitHub; `api_url` is GITHUB_API_URL as the runner sets it."""
 
     api_url: str
     token: str = field(repr=False)
-    login: str = (
-        ""  # the token's own login; empty: ask GET /user (GITHUB_TOKEN: github-actions[bot])
-    )
+    login: str = ""  # the token's own login; empty: ask GET /user (GITHUB_TOKEN: github-actions[bot])
     connect_timeout: float = 10.0
     read_timeout: float = 30.0
-    retry: RetryPolicy = RetryPolicy()
-
-
-@dataclass(frozen=True)
-class _Verdict:
-    status: PostStatus
-    message: str
-    retry: bool
-    retry_after: float | None = None  # seconds the server asked us to wait
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class _GiveUp(Exception):
@@ -156,14 +136,10 @@ class GitHubReporter:
         groups = batches([annotation.to_json() for annotation in annotations])
         with self._client() as client:
             return self._guarded(
-                lambda: _CheckRunPost(self, client, output, groups).post(
-                    repo, head_sha, name, conclusion
-                )
+                lambda: _CheckRunPost(self, client, output, groups).post(repo, head_sha, name, conclusion)
             )
 
-    def upsert_sticky_comment(
-        self, repo: str, pr_number: int, marker: str, sections: Sequence[str]
-    ) -> PostOutcome:
+    def upsert_sticky_comment(self, repo: str, pr_number: int, marker: str, sections: Sequence[str]) -> PostOutcome:
         """Create, update in place, or leave alone the one comment holding `marker` by our login.
 
         `sections` are markdown blocks, most important first; whole sections are cut from the end
@@ -186,22 +162,12 @@ class GitHubReporter:
                 return operation()
             except _API_ERRORS as exc:
                 verdict = classify(exc)
-                delay = self._delay(verdict, attempt)
+                delay = policy.delay(verdict, attempt)
                 if delay is None:
                     tries = f" after {attempt} attempts" if attempt > 1 else ""
-                    raise _GiveUp(
-                        verdict.status, f"could not {what}{tries}: {verdict.message}"
-                    ) from exc
+                    raise _GiveUp(verdict.status, f"could not {what}{tries}: {verdict.message}") from exc
                 self._sleep(delay)
         raise AssertionError("unreachable: the last attempt either returns or gives up")
-
-    def _delay(self, verdict: _Verdict, attempt: int) -> float | None:
-        policy = self._settings.retry
-        if not verdict.retry or attempt >= policy.attempts:
-            return None
-        if verdict.retry_after is not None:
-            return verdict.retry_after if verdict.retry_after <= policy.max_retry_after else None
-        return min(policy.first_delay * 2.0 ** (attempt - 1), policy.max_delay)
 
     def _guarded(self, post: Callable[[], PostOutcome]) -> PostOutcome:
         try:
@@ -217,21 +183,15 @@ class GitHubReporter:
     def _client(self) -> _Client:
         return _Client(self._settings)
 
-    def _upsert(
-        self, client: _Client, repo: str, pr_number: int, marker: str, body: str
-    ) -> PostOutcome:
+    def _upsert(self, client: _Client, repo: str, pr_number: int, marker: str, body: str) -> PostOutcome:
         # One unit, retried whole: a retry lists again, so it finds a comment that an attempt which
         # timed out did create, instead of posting a second one.
         login = self._own_login(client.github)
         pull = client.github.pull_request(*_split(repo), pr_number)
-        mine = [
-            c for c in pull.issue_comments() if marker in (c.body or "") and c.user.login == login
-        ]
+        mine = [c for c in pull.issue_comments() if marker in (c.body or "") and c.user.login == login]
         if not mine:
             created = pull.create_comment(body)
-            return PostOutcome(
-                PostStatus.POSTED, f"created the report comment on #{pr_number}", created.html_url
-            )
+            return PostOutcome(PostStatus.POSTED, f"created the report comment on #{pr_number}", created.html_url)
         comment = mine[0]
         if comment.body == body:
             return PostOutcome(
@@ -240,9 +200,7 @@ class GitHubReporter:
                 comment.html_url,
             )
         comment.edit(body)
-        return PostOutcome(
-            PostStatus.POSTED, f"updated the report comment on #{pr_number}", comment.html_url
-        )
+        return PostOutcome(PostStatus.POSTED, f"updated the report comment on #{pr_number}", comment.html_url)
 
     def _own_login(self, github: Any) -> str:
         if not self._login:
@@ -259,9 +217,7 @@ class GitHubReporter:
 class _CheckRunPost:
     """One check run being posted: create with the first batch, then append the rest."""
 
-    def __init__(
-        self, reporter: GitHubReporter, client: _Client, output: dict[str, str], groups: list[Any]
-    ) -> None:
+    def __init__(self, reporter: GitHubReporter, client: _Client, output: dict[str, str], groups: list[Any]) -> None:
         self._reporter = reporter
         self._client = client
         self._output = output
@@ -269,15 +225,11 @@ class _CheckRunPost:
 
     def post(self, repo: str, head_sha: str, name: str, conclusion: Conclusion) -> PostOutcome:
         """Create, then update once per further batch; report how far it got."""
-        run = self._reporter.retrying(
-            "create the check run", lambda: self._create(repo, head_sha, name, conclusion)
-        )
+        run = self._reporter.retrying("create the check run", lambda: self._create(repo, head_sha, name, conclusion))
         sent = len(self._groups[0])
         for number, group in enumerate(self._groups[1:], start=2):
             try:
-                self._reporter.retrying(
-                    f"send annotation batch {number}", partial(self._append, run, group)
-                )
+                self._reporter.retrying(f"send annotation batch {number}", partial(self._append, run, group))
             except _GiveUp as give_up:
                 total = sum(len(g) for g in self._groups)
                 message = f"check run created with {sent} of {total} annotations; {give_up.message}"
@@ -291,9 +243,10 @@ class _CheckRunPost:
     def _create(self, repo: str, head_sha: str, name: str, conclusion: Conclusion) -> Any:
         repository = self._client.github.repository(*_split(repo))
         output = {**self._output, "annotations": list(self._groups[0])}
-        return repository.create_check_run(
-            name=name, head_sha=head_sha, conclusion=conclusion, output=output
-        )
+        run = repository.create_check_run(name=name, head_sha=head_sha, conclusion=conclusion, output=output)
+        if run is None:
+            raise ValueError("GitHub answered the check run creation without a body")
+        return run
 
     def _append(self, run: Any, group: Sequence[dict[str, Any]]) -> None:
         # GitHub appends the annotations of each update to those already on the run.
@@ -327,9 +280,7 @@ class _Client:
         session = GitHubSession(settings.connect_timeout, settings.read_timeout)
         root = settings.api_url.rstrip("/")
         if root.endswith(ENTERPRISE_SUFFIX):
-            self.github = github3.GitHubEnterprise(
-                root.removesuffix(ENTERPRISE_SUFFIX), session=session
-            )
+            self.github = github3.GitHubEnterprise(root.removesuffix(ENTERPRISE_SUFFIX), session=session)
         else:
             self.github = github3.GitHub(session=session)
             session.base_url = root
@@ -341,53 +292,6 @@ class _Client:
 
     def __exit__(self, *exc_info: object) -> None:
         self._session.close()
-
-
-def classify(exc: Exception) -> _Verdict:
-    """What a failure means: retry (with the server's delay), forbidden, timed out, or failed."""
-    if isinstance(exc, gh_errors.ConnectionError):
-        if isinstance(exc.exception, requests.Timeout):
-            return _Verdict(PostStatus.TIMED_OUT, "GitHub did not answer in time", retry=True)
-        return _Verdict(
-            PostStatus.FAILED,
-            f"could not reach GitHub ({type(exc.exception).__name__})",
-            retry=True,
-        )
-    if isinstance(exc, gh_errors.GitHubError):
-        return _classify_response(exc)
-    return _Verdict(
-        PostStatus.FAILED,
-        f"unexpected answer from GitHub: {type(exc).__name__}: {exc}",
-        retry=False,
-    )
-
-
-def _classify_response(exc: Any) -> _Verdict:
-    message = f"HTTP {exc.code}: {exc.msg}"
-    retry_after = _retry_after(exc.response)
-    if exc.code >= 500:
-        return _Verdict(PostStatus.FAILED, message, retry=True, retry_after=retry_after)
-    rate_limited = exc.code == 429 or (
-        exc.code == 403 and (retry_after is not None or "rate limit" in str(exc.msg))
-    )
-    if rate_limited:
-        return _Verdict(PostStatus.FAILED, message, retry=True, retry_after=retry_after)
-    if exc.code == 403:
-        note = (
-            " (a read-only token, as pull requests from forks get)"
-            if READ_ONLY_MESSAGE in str(exc.msg)
-            else ""
-        )
-        return _Verdict(PostStatus.FORBIDDEN, message + note, retry=False)
-    return _Verdict(PostStatus.FAILED, message, retry=False)
-
-
-def _retry_after(response: requests.Response | None) -> float | None:
-    value = response.headers.get("Retry-After") if response is not None else None
-    try:
-        return max(float(value), 0.0) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to our own backoff
 
 
 def _split(repo: str) -> tuple[str, str]:

@@ -67,15 +67,21 @@ def budgeted(annotations: Sequence[Annotation]) -> Iterator[str]:
         shown[annotation.level] = shown.get(annotation.level, 0) + 1
         yield command(annotation)
     if left_out:
-        yield command(Annotation("notice", f"{left_out} more findings are in the step summary and the diagnosis file",
-                                 title="ci-matrix: more findings"))
+        yield command(
+            Annotation(
+                "notice",
+                f"{left_out} more findings are in the step summary and the diagnosis file",
+                title="ci-matrix: more findings",
+            )
+        )
 
 
 def error_annotation(exc: CiMatrixError) -> list[str]:
     """`::error` lines for a failure of ci-matrix itself (one per located problem)."""
     if isinstance(exc, ConfigError):
-        items = [Annotation("error", p.message, "ci-matrix: invalid configuration", p.file, p.line)
-                 for p in exc.problems]
+        items = [
+            Annotation("error", p.message, "ci-matrix: invalid configuration", p.file, p.line) for p in exc.problems
+        ]
         return list(budgeted(items))
     return [command(Annotation("error", str(exc), "ci-matrix"))]
 

@@ -34,6 +34,4 @@ def github_api(github_api_description: spec.ApiDescription) -> Iterator[ApiServe
         server.stop()
     if server.violations:
         listed = "\n  ".join(server.violations)
-        pytest.fail(
-            f"the loopback GitHub API refused {len(server.violations)} request(s):\n  {listed}"
-        )
+        pytest.fail(f"the loopback GitHub API refused {len(server.violations)} request(s):\n  {listed}")

@@ -50,13 +50,9 @@ class Reply:
     headers: Mapping[str, str] = field(default_factory=dict)
 
 
-def error(
-    status: int, message: str, documentation_url: str = "https://docs.github.com/rest"
-) -> Reply:
+def error(status: int, message: str, documentation_url: str = "https://docs.github.com/rest") -> Reply:
     """GitHub's `basic-error` body."""
-    return Reply(
-        status, {"message": message, "documentation_url": documentation_url, "status": str(status)}
-    )
+    return Reply(status, {"message": message, "documentation_url": documentation_url, "status": str(status)})
 
 
 def validation_failed(resource: str, field_name: str, message: str) -> Reply:
@@ -144,9 +140,7 @@ class Endpoints:
         p = call.params
         return Reply(
             200,
-            self.render.pull_request(
-                p["owner"], p["repo"], int(p["pull_number"]), call.full_media_type
-            ),
+            self.render.pull_request(p["owner"], p["repo"], int(p["pull_number"]), call.full_media_type),
         )
 
     def get_issue(self, call: Call) -> Reply:
@@ -221,9 +215,7 @@ class Endpoints:
             repo=call.params["repo"],
             name=call.body["name"],
             head_sha=call.body["head_sha"],
-            status="completed"
-            if call.body.get("conclusion")
-            else call.body.get("status", "queued"),
+            status="completed" if call.body.get("conclusion") else call.body.get("status", "queued"),
             conclusion=call.body.get("conclusion"),
             output={k: v for k, v in output.items() if k != "annotations"},
             annotations=tuple(output.get("annotations", ())),
@@ -276,15 +268,10 @@ class Endpoints:
         per_page = min(int(call.query.get("per_page", PER_PAGE_DEFAULT)), PER_PAGE_MAX)
         page = max(int(call.query.get("page", 1)), 1)
         last = max((len(items) + per_page - 1) // per_page, 1)
-        links = [
-            (rel, number) for rel, number in (("next", page + 1), ("last", last)) if page < last
-        ]
+        links = [(rel, number) for rel, number in (("next", page + 1), ("last", last)) if page < last]
         links += [(rel, number) for rel, number in (("first", 1), ("prev", page - 1)) if page > 1]
         url = self.render.base_url + call.path
-        header = ", ".join(
-            f'<{url}?{urlencode({"per_page": per_page, "page": n})}>; rel="{rel}"'
-            for rel, n in links
-        )
+        header = ", ".join(f'<{url}?{urlencode({"per_page": per_page, "page": n})}>; rel="{rel}"' for rel, n in links)
         return items[(page - 1) * per_page : page * per_page], ({"Link": header} if header else {})
 
 
@@ -312,9 +299,7 @@ def _output_problems(output: Mapping[str, Any]) -> list[str]:
     ]
     for index, annotation in enumerate(output.get("annotations", ())):
         if len(annotation.get("title", "")) > ANNOTATION_TITLE_MAX_CHARS:
-            problems.append(
-                f"annotations[{index}].title is longer than {ANNOTATION_TITLE_MAX_CHARS} characters"
-            )
+            problems.append(f"annotations[{index}].title is longer than {ANNOTATION_TITLE_MAX_CHARS} characters")
         if len(annotation["message"].encode()) > ANNOTATION_MESSAGE_MAX_BYTES:
             problems.append(f"annotations[{index}].message is larger than 64 KB")
     return problems

@@ -72,11 +72,7 @@ class Store:
     def comments_on(self, owner: str, repo: str, issue: int) -> list[Comment]:
         """The comments of one issue, oldest first."""
         with self.lock:
-            found = [
-                c
-                for c in self.comments.values()
-                if (c.owner, c.repo, c.issue) == (owner, repo, issue)
-            ]
+            found = [c for c in self.comments.values() if (c.owner, c.repo, c.issue) == (owner, repo, issue)]
         return sorted(found, key=lambda comment: comment.id)
 
     def edit_comment(self, comment_id: int, body: str) -> Comment:
@@ -107,9 +103,7 @@ class Renderer:
 
     def user(self, login: str) -> Any:
         """GET /user for a personal token."""
-        body = self._example(
-            "private-user-response-with-public-and-private-profile-information", login
-        )
+        body = self._example("private-user-response-with-public-and-private-profile-information", login)
         body["login"] = login
         return body
 
@@ -131,9 +125,7 @@ class Renderer:
 
     def issue(self, owner: str, repo: str, number: int, full_media_type: bool) -> Any:
         """GET /repos/{owner}/{repo}/issues/{number}."""
-        text = json.dumps(self._example("issue", f"{owner}/{repo}")).replace(
-            "/issues/1347", f"/issues/{number}"
-        )
+        text = json.dumps(self._example("issue", f"{owner}/{repo}")).replace("/issues/1347", f"/issues/{number}")
         body = json.loads(text)
         body["number"] = number
         return with_rendered_body(body, full_media_type)
@@ -151,9 +143,7 @@ class Renderer:
             created_at=TIMESTAMP,
             updated_at=TIMESTAMP,
         )
-        body["user"].update(
-            login=comment.login, type="Bot" if comment.login.endswith("[bot]") else "User"
-        )
+        body["user"].update(login=comment.login, type="Bot" if comment.login.endswith("[bot]") else "User")
         return with_rendered_body(body, full_media_type)
 
     def check_run(self, run: CheckRun) -> Any:
@@ -193,9 +183,7 @@ class Renderer:
         )
         body = {key: annotation.get(key) for key in fields}
         body.update(start_column=None, end_column=None)
-        body["blob_href"] = (
-            f"{self.web_url}/{run.owner}/{run.repo}/blob/{run.head_sha}/{annotation['path']}"
-        )
+        body["blob_href"] = f"{self.web_url}/{run.owner}/{run.repo}/blob/{run.head_sha}/{annotation['path']}"
         return body
 
 

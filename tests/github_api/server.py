@@ -17,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from openapi_core.exceptions import OpenAPIError
+from openapi_core.templating.paths.exceptions import PathError
 from openapi_core.testing import MockRequest
-from openapi_core.validation.exceptions import ValidationError
-from openapi_core.validation.request.exceptions import RequestValidationError
 
 from tests.github_api.endpoints import Call, Endpoints, Identity, Reply, error
 from tests.github_api.faults import (
@@ -31,7 +31,7 @@ from tests.github_api.faults import (
     FaultPlan,
 )
 from tests.github_api.resources import PUBLIC_API, Renderer, Store
-from tests.github_api.spec import ApiDescription
+from tests.github_api.spec import SERVED_PATHS, ApiDescription
 
 DEFAULT_TOKEN = "ghs_loopbackInstallationToken0000000000"
 BOT_LOGIN = "github-actions[bot]"
@@ -53,9 +53,7 @@ class RecordedRequest:
 class ApiServer:
     """The loopback API: start(), point a client at `base_url`, inspect, stop()."""
 
-    def __init__(
-        self, description: ApiDescription, *, prefix: str = "/api/v3", hang_seconds: float = 30.0
-    ) -> None:
+    def __init__(self, description: ApiDescription, *, prefix: str = "/api/v3", hang_seconds: float = 30.0) -> None:
         self.description = description
         self.prefix = prefix.rstrip("/")
         self.hang_seconds = hang_seconds
@@ -65,19 +63,13 @@ class ApiServer:
         self.violations: list[str] = []
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
-        self._validation_lock = (
-            threading.Lock()
-        )  # openapi-core's validators are not documented as thread-safe
+        self._validation_lock = threading.Lock()  # openapi-core's validators are not documented as thread-safe
         self._stopping = threading.Event()
         self._httpd = _HttpServer(("127.0.0.1", 0), _Handler, self)
         host, port = self._httpd.server_address[:2]
         self.origin = f"http://{host!s}:{port}"
-        self.endpoints = Endpoints(
-            self.store, Renderer(description, self.base_url, self.origin), self.reject
-        )
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self.endpoints = Endpoints(self.store, Renderer(description, self.base_url, self.origin), self.reject)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -96,9 +88,7 @@ class ApiServer:
         self._httpd.server_close()
         self._thread.join()
 
-    def add_token(
-        self, token: str, login: str, *, installation: bool = True, read_only: bool = False
-    ) -> None:
+    def add_token(self, token: str, login: str, *, installation: bool = True, read_only: bool = False) -> None:
         """Accept another token, e.g. a read-only one as a fork's pull request gets."""
         self.tokens[token] = Identity(login, installation, read_only)
 
@@ -121,9 +111,15 @@ class ApiServer:
         """The recorded requests with this method whose path ends with `path_suffix`."""
         return [r for r in self.requests if r.method == method and r.path.endswith(path_suffix)]
 
-    def handle(
-        self, method: str, target: str, headers: Mapping[str, str], raw_body: bytes
-    ) -> Reply | None:
+    def answer(self, method: str, target: str, headers: Mapping[str, str], raw_body: bytes) -> Reply | None:
+        """`handle`, but a bug in this server fails the test instead of dropping the connection."""
+        try:
+            return self.handle(method, target, headers, raw_body)
+        except Exception as exc:  # any bug here must surface as a violation
+            self.reject(f"{method} {target}: loopback server bug: {exc!r}")
+            return error(500, "loopback server bug")
+
+    def handle(self, method: str, target: str, headers: Mapping[str, str], raw_body: bytes) -> Reply | None:
         """Answer one request (header names in lower case); None: hang, then drop the connection."""
         arrived = time.monotonic()
         url = urlsplit(target)
@@ -136,9 +132,7 @@ class ApiServer:
         status = 0 if reply is None else reply.status
         login = identity.login if identity else None
         with self._lock:
-            self._requests.append(
-                RecordedRequest(method, path, query, body, login, arrived, status)
-            )
+            self._requests.append(RecordedRequest(method, path, query, body, login, arrived, status))
         if reply is None:  # a hang: recorded on arrival, never answered
             self._stopping.wait(self.hang_seconds)
         return reply
@@ -157,10 +151,10 @@ class ApiServer:
         if not full_path.startswith(self.prefix + "/"):
             self.reject(f"{method} {full_path}: outside the API root {self.prefix}/")
             return error(404, "Not Found")
-        problem = self._validate(method, path, query, headers, raw_body)
-        if problem:
-            self.reject(f"{method} {path}: {problem}")
-            return error(422, f"Invalid request: {problem}")
+        refused = self._validate(method, path, query, headers, raw_body)
+        if refused:
+            self.reject(f"{method} {path}: {refused.body['message']}")
+            return refused
         if identity is None:
             self.reject(f"{method} {path}: no known token in the Authorization header")
             return error(401, "Bad credentials")
@@ -218,7 +212,7 @@ class ApiServer:
         query: dict[str, str],
         headers: Mapping[str, str],
         raw_body: bytes,
-    ) -> str | None:
+    ) -> Reply | None:
         content_type = headers.get("content-type", "application/json")
         request = MockRequest(
             PUBLIC_API,
@@ -232,8 +226,11 @@ class ApiServer:
         try:
             with self._validation_lock:
                 self.description.openapi.validate_request(request)
-        except (RequestValidationError, ValidationError) as exc:
-            return describe(exc)
+        except PathError as exc:
+            served = f"the loopback server serves {len(SERVED_PATHS)} of GitHub's paths"
+            return error(404, f"Not Found ({served}): {exc}")
+        except OpenAPIError as exc:
+            return error(422, f"Invalid request: {describe(exc)}")
         return None
 
 
@@ -241,30 +238,22 @@ def describe(exc: Exception) -> str:
     """A short message for a validation failure: openapi-core's own repeats the whole body."""
     cause = exc.__cause__
     errors = getattr(cause, "schema_errors", None) or ()
-    details = [
-        f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message[:200]}" for e in errors
-    ][:5]
-    summary = type(exc).__name__ + (
-        f" ({type(cause).__name__}: {str(cause)[:200]})" if cause and not errors else ""
-    )
+    details = [f"{'/'.join(map(str, e.absolute_path)) or '(body)'}: {e.message[:200]}" for e in errors][:5]
+    summary = type(exc).__name__ + (f" ({type(cause).__name__}: {str(cause)[:200]})" if cause and not errors else "")
     return "; ".join([summary, *details])
 
 
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True  # a hanging request must not keep the test process alive
 
-    def __init__(
-        self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: ApiServer
-    ) -> None:
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], api: ApiServer) -> None:
         super().__init__(address, handler)
         self.api = api
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as GitHub and requests' connection pool expect
-    disable_nagle_algorithm = (
-        True  # headers and body go out in two writes: avoid 40 ms delayed-ACK stalls
-    )
+    disable_nagle_algorithm = True  # headers and body go out in two writes: avoid 40 ms delayed-ACK stalls
     server: _HttpServer
 
     def do_GET(self) -> None:  # http.server dispatches on this name
@@ -277,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw_body = self.rfile.read(length) if length else b""
         headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server.api.handle(self.command, self.path, headers, raw_body)
+        reply = self.server.api.answer(self.command, self.path, headers, raw_body)
         if reply is None:
             self.close_connection = True
             return

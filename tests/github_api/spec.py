@@ -25,7 +25,6 @@ NPM_PACKAGE_FILE = Path("@octokit/openapi/generated/api.github.com.json")
 # Every path the server answers, spelled exactly as in the description.
 SERVED_PATHS = (
     "/user",
-    "/app",
     "/repos/{owner}/{repo}",
     "/repos/{owner}/{repo}/pulls/{pull_number}",
     "/repos/{owner}/{repo}/issues/{issue_number}",
@@ -60,9 +59,7 @@ def locate(environ: Mapping[str, str]) -> Path:
     from_env = environ.get(ENV_VAR)
     candidate = Path(from_env) if from_env else _npm_root() / NPM_PACKAGE_FILE
     if not candidate.is_file():
-        raise SpecNotFound(
-            f"{candidate} not found (npm install -g @octokit/openapi, or set {ENV_VAR})"
-        )
+        raise SpecNotFound(f"{candidate} not found (npm install -g @octokit/openapi, or set {ENV_VAR})")
     return candidate
 
 
@@ -70,9 +67,7 @@ def _npm_root() -> Path:
     npm = shutil.which("npm")
     if npm is None:
         raise SpecNotFound(f"npm is not on PATH and {ENV_VAR} is not set")
-    result = subprocess.run(
-        [npm, "root", "-g"], capture_output=True, text=True, check=False, timeout=60
-    )
+    result = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, check=False, timeout=60)
     if result.returncode != 0:
         raise SpecNotFound(f"`npm root -g` failed: {result.stderr.strip()}")
     return Path(result.stdout.strip())
@@ -94,9 +89,7 @@ def load_from_environment() -> ApiDescription:
 
 def trim(full: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
     """Keep `paths` and every component they reference, transitively; drop webhooks."""
-    document = {
-        key: value for key, value in full.items() if key not in ("paths", "components", "webhooks")
-    }
+    document = {key: value for key, value in full.items() if key not in ("paths", "components", "webhooks")}
     document["paths"] = {path: full["paths"][path] for path in paths}
     components: dict[str, dict[str, Any]] = {}
     pending = set(_references(document["paths"]))

@@ -1,0 +1,85 @@
+"""Cleaning a raw build log: what a person sees is what signatures match."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import pytest
+
+from ci_matrix.diagnose.cleaning import clean, clean_pieces, raw_pieces
+
+
+def test_colour_codes_are_removed_and_text_kept() -> None:
+    raw = b"\x1b[1m\x1b[91merror\x1b[0m\x1b[1m: could not compile `foo`\x1b[0m\x1b[K\n"
+    assert clean(raw) == b"error: could not compile `foo`\n"
+
+
+def test_hyperlinks_and_charset_escapes_are_removed() -> None:
+    raw = b"see \x1b]8;;https://x.dev\x07docs\x1b]8;;\x1b\\ \x1b(Bnow\n"
+    assert clean(raw) == b"see docs now\n"
+
+
+def test_github_timestamps_are_removed_only_at_line_start() -> None:
+    raw = (
+        b"2024-05-01T12:34:56.1234567Z error: boom\n"
+        b"2024-05-01T12:34:57.0000000Z built at 2024-05-01T12:34:57.0000000Z ok\n"
+    )
+    assert clean(raw) == b"error: boom\nbuilt at 2024-05-01T12:34:57.0000000Z ok\n"
+
+
+def test_a_piece_from_the_middle_of_a_line_keeps_its_first_bytes() -> None:
+    raw = b"2024-05-01T12:34:56.1234567Z tail of a long line\n"
+    assert clean(raw, at_line_start=False) == raw
+
+
+def test_crlf_and_lone_cr_become_line_ends() -> None:
+    assert clean(b"one\r\ntwo\rthree\r\n") == b"one\ntwo\nthree\n"
+
+
+def test_nul_bytes_are_dropped() -> None:
+    assert clean(b"err\0or: \0boom\n") == b"error: boom\n"
+
+
+def test_invalid_utf8_is_replaced_and_valid_utf8_kept() -> None:
+    assert clean(b"caf\xc3\xa9 \xff\xfe ok\n") == "café \ufffd\ufffd ok\n".encode()
+
+
+def test_an_escape_flood_is_cleaned_in_bounded_time() -> None:
+    flood = b"\x1b[1mA\x1b[38;5;9mB" * (1 << 20)  # 16 MiB, an escape every 6 bytes
+    started = time.perf_counter()
+    cleaned = clean(flood)
+    assert time.perf_counter() - started < 2.0
+    assert b"\x1b" not in cleaned
+    assert cleaned.startswith(b"ABABAB")
+
+
+def test_pieces_of_a_long_line_are_bounded_and_rejoin_exactly() -> None:
+    line = ("é" * 5000 + "\r\n").encode() * 3 + b"x" * 3000
+    pieces = list(raw_pieces(io.BytesIO(line), 1024))
+    assert b"".join(pieces) == line
+    assert all(len(piece) < 2 * 1024 for piece in pieces)
+    for piece in pieces:
+        piece.decode("utf-8")  # no character is cut in two
+        assert not piece.endswith(b"\r")  # CRLF stays together
+
+
+def test_pieces_end_at_line_ends_when_lines_are_short() -> None:
+    log = b"".join(b"line %d\n" % n for n in range(1000))
+    pieces = list(raw_pieces(io.BytesIO(log), 512))
+    assert b"".join(pieces) == log
+    assert all(piece.endswith(b"\n") for piece in pieces)
+
+
+def test_cleaned_pieces_strip_stamps_only_where_lines_start() -> None:
+    stamp = b"2024-05-01T12:34:56.1234567Z "
+    # The second piece starts exactly at the second stamp, inside the first line.
+    log = stamp + b"a" * (256 - len(stamp)) + stamp + b"b\n" + stamp + b"next\n"
+    pieces = list(clean_pieces(io.BytesIO(log), 256))
+    assert pieces[1].startswith(stamp)
+    assert b"".join(pieces) == b"a" * (256 - len(stamp)) + stamp + b"b\nnext\n"
+
+
+def test_a_tiny_chunk_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="chunk_size"):
+        list(raw_pieces(io.BytesIO(b"x"), 16))

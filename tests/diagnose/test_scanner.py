@@ -1,0 +1,233 @@
+"""Scanning real log files with real RE2: hits, lines and context exact at any chunk size."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import re2
+
+from ci_matrix.diagnose.cleaning import clean
+from ci_matrix.diagnose.scanner import Hit, Scanner, Signature
+
+SIGNATURES = (
+    Signature("rustc-ice#0", r"error: internal compiler error: (?P<msg>.+)"),
+    Signature("could-not-compile#0", r"^error: could not compile `(?P<crate>[\w-]+)`"),
+    Signature("nvcc-arch#0", r"nvcc fatal\s*: Unsupported gpu architecture 'compute_(?P<arch>\d+)'"),
+    Signature("llvm-stack#0", r"Stack dump:\n0\.\s+Program arguments: (?P<args>[^\n]+)"),
+    Signature("iree-hal#0", r"(?i)failed to legalize operation 'hal\.(?P<op>[\w.]+)'"),
+)
+FILLER = (
+    "   Compiling serde v1.0.197",
+    "/usr/bin/c++ -O2 -std=c++17 -c src/kernel.cu -o kernel.o",
+    "warning: unused variable: `x`",
+    "  --> src/lib.rs:12:9",
+    "[12/40] Building CUDA object CMakeFiles/gemm.dir/gemm.cu.o",
+    "",
+)
+FAILURES = (
+    "error: internal compiler error: unexpected panic",
+    "error: could not compile `rust-gpu` (lib) due to 1 previous error",
+    "  error: could not compile `indented` is not at a line start",
+    "nvcc fatal   : Unsupported gpu architecture 'compute_89'",
+    "Stack dump:\n0.\tProgram arguments: rustc --crate-name spirv",
+    "error: FAILED TO LEGALIZE OPERATION 'hal.executable.export'",
+)
+
+
+def scan(path: Path, signatures=SIGNATURES, **options) -> dict[str, Hit]:
+    with path.open("rb") as stream:
+        return Scanner(signatures).scan(stream, **options)
+
+
+def write(tmp_path: Path, data: bytes, name: str = "build.log") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def reference(data: bytes, signatures=SIGNATURES, context: int = 3) -> dict[str, Hit]:
+    """The same answer computed the slow, obvious way: the whole log in memory at once."""
+    text = clean(data).decode()
+    lines = text.split("\n")
+    hits = {}
+    for sig in signatures:
+        matches = list(re2.compile("(?m)" + sig.pattern).finditer(text))
+        if not matches:
+            continue
+        last = matches[-1]
+        line = text.count("\n", 0, last.start()) + 1
+        end_line = line + text.count("\n", last.start(), last.end() - 1)
+        after = lines[end_line : end_line + context]
+        if end_line + context >= len(lines) and after and after[-1] == "":
+            after = after[:-1]  # the empty string after the final newline is not a line
+        hits[sig.key] = Hit(
+            key=sig.key,
+            line=line,
+            end_line=end_line,
+            text="\n".join(lines[line - 1 : end_line]),
+            groups={k: v or "" for k, v in last.groupdict().items()},
+            before=tuple(lines[max(0, line - 1 - context) : line - 1]),
+            after=tuple(after),
+            count=len(matches),
+        )
+    return hits
+
+
+def as_plain(hits: dict[str, Hit]) -> dict[str, tuple]:
+    return {key: (h.line, h.end_line, h.text, dict(h.groups), h.before, h.after, h.count) for key, h in hits.items()}
+
+
+def random_log(seed: int, lines: int = 400) -> bytes:
+    rng = random.Random(seed)
+    out = []
+    for n in range(lines):
+        pool = FAILURES if rng.random() < 0.08 else FILLER
+        out.append(f"{rng.choice(pool)} {n}" if rng.random() < 0.5 else rng.choice(pool))
+    return ("\n".join(out) + "\n").encode()
+
+
+def test_a_hit_has_its_line_text_captures_and_context(tmp_path: Path) -> None:
+    log = b"a\nb\nc\nd\nnvcc fatal   : Unsupported gpu architecture 'compute_89'\ne\nf\n"
+    hit = scan(write(tmp_path, log))["nvcc-arch#0"]
+    assert (hit.line, hit.end_line) == (5, 5)
+    assert hit.text == "nvcc fatal   : Unsupported gpu architecture 'compute_89'"
+    assert dict(hit.groups) == {"arch": "89"}
+    assert hit.before == ("b", "c", "d")
+    assert hit.after == ("e", "f")
+    assert hit.count == 1
+
+
+def test_the_last_occurrence_wins_and_all_are_counted(tmp_path: Path) -> None:
+    log = b"".join(b"error: internal compiler error: panic %d\nfiller\n" % n for n in range(1, 6))
+    hit = scan(write(tmp_path, log))["rustc-ice#0"]
+    assert (hit.line, hit.count, hit.groups["msg"]) == (9, 5, "panic 5")
+
+
+def test_a_multi_line_signature_reports_both_lines(tmp_path: Path) -> None:
+    log = b"x\nStack dump:\n0.\tProgram arguments: rustc --crate-name spirv\ny\n"
+    hit = scan(write(tmp_path, log))["llvm-stack#0"]
+    assert (hit.line, hit.end_line) == (2, 3)
+    assert hit.text == "Stack dump:\n0.\tProgram arguments: rustc --crate-name spirv"
+    assert hit.groups["args"] == "rustc --crate-name spirv"
+
+
+def test_caret_means_line_start_and_case_matters_unless_asked(tmp_path: Path) -> None:
+    log = b"  error: could not compile `indented`\nERROR: COULD NOT COMPILE `x`\n"
+    log += b"error: Failed To Legalize Operation 'hal.interface'\n"
+    hits = scan(write(tmp_path, log))
+    assert "could-not-compile#0" not in hits
+    assert hits["iree-hal#0"].groups["op"] == "interface"
+
+
+@pytest.mark.parametrize("chunk_size", [192, 200, 257, 1000, 4096, 1 << 23])
+@pytest.mark.parametrize("seed", range(6))
+def test_any_chunk_size_gives_the_whole_log_answer(tmp_path: Path, seed: int, chunk_size: int):
+    log = random_log(seed)
+    hits = scan(write(tmp_path, log), chunk_size=chunk_size)
+    assert as_plain(hits) == as_plain(reference(log))
+
+
+def test_a_multi_line_signature_across_every_boundary_is_found_once(tmp_path: Path) -> None:
+    head = b"Stack dump:\n0.\tProgram arguments: rustc\n"
+    for pad in range(0, 260, 7):  # moves the two lines across the 192-byte boundary
+        log = b"p" * pad + b"\n" + head + b"tail\n"
+        hit = scan(write(tmp_path, log), chunk_size=192)["llvm-stack#0"]
+        assert (hit.line, hit.end_line, hit.count) == (2, 3, 1), pad
+        assert hit.before == ("p" * pad,)
+        assert hit.after == ("tail",)
+
+
+def test_context_lines_come_from_neighbouring_chunks(tmp_path: Path) -> None:
+    lines = [f"line {n:03}".encode() for n in range(1, 101)]
+    lines[49] = b"error: internal compiler error: here"
+    hit = scan(write(tmp_path, b"\n".join(lines) + b"\n"), chunk_size=192, context=5)["rustc-ice#0"]
+    assert hit.line == 50
+    assert hit.before == tuple(f"line {n:03}" for n in range(45, 50))
+    assert hit.after == tuple(f"line {n:03}" for n in range(51, 56))
+
+
+def test_colour_stamps_and_crlf_are_cleaned_before_matching(tmp_path: Path) -> None:
+    log = (
+        b"2024-05-01T12:34:56.1234567Z    Compiling rust-gpu\r\n"
+        b"2024-05-01T12:34:57.1234567Z \x1b[1m\x1b[91merror\x1b[0m\x1b[1m: could not compile "
+        b"`rustc_codegen_spirv`\x1b[0m\r\n"
+    )
+    hit = scan(write(tmp_path, log))["could-not-compile#0"]
+    assert hit.line == 2
+    assert hit.text == "error: could not compile `rustc_codegen_spirv`"
+    assert hit.before == ("   Compiling rust-gpu",)
+
+
+def test_invalid_utf8_and_nul_bytes_do_not_hide_a_failure(tmp_path: Path) -> None:
+    log = b"\xff\xfe\x00garbage\n\0\0error: internal compiler error: bad \xc3\x28 byte\0\n"
+    hit = scan(write(tmp_path, log))["rustc-ice#0"]
+    assert hit.line == 2
+    assert hit.groups["msg"] == "bad \ufffd( byte"
+
+
+def test_a_clean_log_has_no_hits_and_a_scanner_is_reusable(tmp_path: Path) -> None:
+    scanner = Scanner(SIGNATURES)
+    failing = write(tmp_path, b"error: internal compiler error: x\n", "failing.log")
+    passing = write(tmp_path, "\n".join(FILLER).encode() * 100, "passing.log")
+    with failing.open("rb") as stream:
+        assert set(scanner.scan(stream)) == {"rustc-ice#0"}
+    with passing.open("rb") as stream:
+        assert scanner.scan(stream) == {}
+    assert scan(write(tmp_path, b"", "empty.log")) == {}
+
+
+def test_a_match_inside_an_overlong_line_is_found_once_across_cuts(tmp_path: Path) -> None:
+    needle = Signature("needle#0", r"NEEDLE-(?P<n>\d+)")
+    for offset in range(180, 200):  # puts the needle across the 192-byte cut
+        log = b"a" * offset + b"NEEDLE-42" + b"b" * 500 + b"\nnext\n"
+        hit = scan(write(tmp_path, log), (needle,), chunk_size=192)["needle#0"]
+        assert (hit.line, hit.count, hit.groups["n"]) == (1, 1, "42"), offset
+        assert hit.after == ("next",)
+
+
+def test_a_100_mb_line_is_scanned_fast_in_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "huge.log"
+    with path.open("wb") as out:
+        out.write(b"NEEDLE-1 ")
+        for _ in range(100):
+            out.write(b"a" * (1 << 20))
+        out.write(b" NEEDLE-2\nerror: internal compiler error: after the long line\n")
+    code = (
+        "import resource, sys, time\n"
+        "from ci_matrix.diagnose.scanner import Scanner, Signature\n"
+        "sigs = [Signature('needle#0', r'NEEDLE-(?P<n>\\d+)'),"
+        " Signature('ice#0', r'internal compiler error: (?P<msg>.+)')]\n"
+        "started = time.perf_counter()\n"
+        "with open(sys.argv[1], 'rb') as f: hits = Scanner(sigs).scan(f)\n"
+        "print(time.perf_counter() - started, hits['needle#0'].count, hits['needle#0'].line,"
+        " len(hits['needle#0'].text), hits['ice#0'].line, len(hits['ice#0'].before[0]),"
+        " resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - started
+    seconds, count, line, width, ice_line, before_width, peak_mb = done.stdout.split()
+    assert (count, line, ice_line) == ("2", "1", "2")
+    assert int(width) <= 1000 and int(before_width) <= 1000  # excerpts of the 100 MB line
+    assert int(peak_mb) < 120, f"peak RSS {peak_mb} MB"
+    assert wall < 10 and float(seconds) < 5
+
+
+def test_a_pattern_re2_rejects_names_its_key() -> None:
+    with pytest.raises(ValueError, match=r"signature backref#1: RE2 rejects .*\\1"):
+        Scanner([Signature("ok#0", "fine"), Signature("backref#1", r"(a)\1")])
+
+
+def test_a_pattern_matching_nothing_at_all_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"signature empty#0: .* matches an empty string"):
+        Scanner([Signature("empty#0", r"(?m)^\s*$")])
+
+
+def test_duplicate_keys_are_refused() -> None:
+    with pytest.raises(ValueError, match="duplicate signature keys: a#0"):
+        Scanner([Signature("a#0", "x"), Signature("a#0", "y")])
