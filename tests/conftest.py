@@ -28,6 +28,7 @@ def plan_of(tmp_path_factory: pytest.TempPathFactory) -> PlanMaker:
     def make(text: str, event: str = "", files: dict[str, str] | None = None) -> Plan:
         folder = tmp_path_factory.mktemp("project")
         for name, content in (files or {}).items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_text(textwrap.dedent(content), encoding="utf-8")
         path = folder / "ci-matrix.yml"
         path.write_text(textwrap.dedent(text), encoding="utf-8")

@@ -30,6 +30,9 @@ CHUNK_SIZE = 8 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
 OVERLAP_BYTES = 64 << 10
 TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and each capture
+# Matches counted one by one per piece; past that, the count is a lower bound (one failure
+# repeated a million times must not cost a million Python steps).
+COUNT_LIMIT = 100
 _SET_MAX_MEM = 16 << 20  # RE2's budget for the Set's DFA; past it the DFA flushes, never fails
 _NEWLINE = 0x0A
 
@@ -55,7 +58,7 @@ class Hit:
     groups: Mapping[str, str]
     before: tuple[str, ...]
     after: tuple[str, ...]
-    count: int
+    count: int  # exact up to COUNT_LIMIT matches per piece of the log, a lower bound past it
 
 
 @dataclass(frozen=True)
@@ -221,12 +224,12 @@ class _Run:
 
     def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
         count, last = 0, None
-        for match in sig.regex.finditer(buf.data, 1):
-            _start, end = match.span()
-            if end > until:
-                break
-            if end > buf.accept_after:
+        for match in sig.regex.finditer(buf.data, 1, until):
+            if match.end() > buf.accept_after:
                 count, last = count + 1, match
+                if count == COUNT_LIMIT:  # a flood of one failure: skip to its last match
+                    last = _last_match(sig.regex, buf.data, match.end(), until) or last
+                    break
         if last is not None:
             self._counts[sig.key] = self._counts.get(sig.key, 0) + count
             self._found[sig.key] = _found(sig.key, buf, last, self._context, final)
@@ -238,6 +241,19 @@ class _Run:
             for sig in self._compiled
             if sig.key in self._found
         }
+
+
+def _last_match(regex: _Regex, data: bytes, start: int, until: int) -> Any:
+    """Return the last match in ``data[start:until]``, looking back from the end."""
+    window = 256
+    while True:
+        begin = max(start, until - window)
+        last = None
+        for last in regex.finditer(data, begin, until):  # noqa: B007 (the last one is wanted)
+            pass
+        if last is not None or begin == start:
+            return last
+        window *= 16
 
 
 def _found(key: str, buf: _Buffer, match: Any, context: int, final: bool) -> _Found:

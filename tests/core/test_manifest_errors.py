@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ci_matrix.cli import main
-from ci_matrix.edges.files import check_file
-from ci_matrix.errors import ExitCode, Problem
+from ci_matrix.edges.files import load_project
+from ci_matrix.errors import ConfigError, ExitCode, Problem
 
 EXAMPLE_FILES = Path(__file__).resolve().parent.parent / "example-files"
 NEGATIVE = sorted((EXAMPLE_FILES / "negative").glob("*.yml"))
@@ -67,10 +67,13 @@ def test_problems_are_located_values(tmp_path):
     path = tmp_path / "ci-matrix.yml"
     path.write_text("builds:\n  k:\n    platforms: [linux-x86_64]\n    cuda: {versions: [12.4], archs: [sm_81]}\n"
                     "    run: nvcc k.cu\n", encoding="utf-8")
-    assert check_file(path) == [
+    with pytest.raises(ConfigError) as caught:
+        load_project(path)
+    assert caught.value.problems == (
         Problem(str(path), 4, 38, "builds.k.cuda.archs[0]",
                 "unknown CUDA arch 'sm_81': no GPU has compute capability 81 (did you mean 'sm_89'?)"),
-    ]
+    )
+    assert caught.value.exit_code == 78
 
 
 def test_render_of_a_broken_manifest_exits_78_without_a_traceback(capsys, monkeypatch):

@@ -1,0 +1,100 @@
+"""`ci-matrix rules test`: every rule's fixture logs, diagnosed as a failed build would be.
+
+A `match` fixture must be diagnosed as exactly its rule; a `clean` (near-miss) fixture
+must not be; a `config-match` fixture must name its rule from the cell alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from ci_matrix.core.facts import derive
+from ci_matrix.core.knowledge import Fixture, Rule
+from ci_matrix.diagnose.engine import diagnose
+from ci_matrix.edges import files
+from ci_matrix.edges.logs import scanner_for
+from ci_matrix.errors import ExitCode
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One fixture's result."""
+
+    rule: str
+    fixture: Fixture
+    got: tuple[str, ...]  # rule ids of the findings, most specific first
+    passed: bool
+    problem: str = ""
+
+
+def fixture_bytes(rule: Rule, fixture: Fixture) -> bytes:
+    """A fixture log: built-in ones ship in the package, project ones sit beside their rule file."""
+    origin = rule.origin.rpartition(":")[0]
+    if origin.startswith("ci_matrix/knowledge/"):
+        return files.knowledge_fixture(fixture.file)
+    return (Path(origin).parent / "fixtures" / fixture.file).read_bytes()
+
+
+def run_fixture(rule: Rule, fixture: Fixture, rules: Sequence[Rule]) -> Outcome:
+    """Diagnose one fixture as the log of a failed build of its cell."""
+    try:
+        data = fixture_bytes(rule, fixture)
+    except OSError as exc:
+        return Outcome(rule.id, fixture, (), False, f"cannot read: {exc}")
+    facts = derive(dict(fixture.cell), files.catalog().platforms) if fixture.cell else None
+    hits = scanner_for(tuple(rules)).scan(io.BytesIO(data))
+    got = tuple(f.rule for f in diagnose(hits, rules, facts, exit_code=1).findings)
+    if fixture.expect == "clean":
+        return Outcome(rule.id, fixture, got, rule.id not in got)
+    return Outcome(rule.id, fixture, got, bool(got) and got[0] == rule.id)
+
+
+def run_all(rules: Sequence[Rule]) -> list[Outcome]:
+    """Every fixture of every rule."""
+    return [run_fixture(rule, fixture, rules) for rule in rules for fixture in rule.fixtures]
+
+
+def summary(outcomes: Sequence[Outcome]) -> dict[str, int | float]:
+    """The figures `rules test` reports."""
+    matches = [o for o in outcomes if o.fixture.expect != "clean"]
+    clean = [o for o in outcomes if o.fixture.expect == "clean"]
+    unclassified = sum(1 for o in matches if not o.got)
+    return {
+        "fixtures": len(outcomes),
+        "expected-rule": sum(1 for o in matches if o.passed),
+        "match-fixtures": len(matches),
+        "near-misses-clean": sum(1 for o in clean if o.passed),
+        "near-misses": len(clean),
+        "unclassified-rate": round(unclassified / len(matches), 4) if matches else 0.0,
+        "failed": sum(1 for o in outcomes if not o.passed),
+    }
+
+
+def run_fixture_tests(rules: Sequence[Rule], fmt: str, out: TextIO) -> int:
+    """`ci-matrix rules test`: run, report, exit 1 when any fixture is wrong."""
+    outcomes = run_all(rules)
+    figures = summary(outcomes)
+    if fmt == "json":
+        failures = [_failure(o) for o in outcomes if not o.passed]
+        out.write(json.dumps({"summary": figures, "failures": failures}, indent=2) + "\n")
+    else:
+        out.writelines(f"FAIL {line}\n" for line in (_failure(o) for o in outcomes if not o.passed))
+        out.write(
+            f"{figures['expected-rule']}/{figures['match-fixtures']} fixtures got exactly their rule, "
+            f"{figures['near-misses-clean']}/{figures['near-misses']} near-misses stayed clean, "
+            f"unclassified rate {figures['unclassified-rate']:.1%}\n"
+            f"{figures['fixtures'] - figures['failed']} passed, {figures['failed']} failed\n"
+        )
+    return ExitCode.FAILED if figures["failed"] else ExitCode.OK
+
+
+def _failure(outcome: Outcome) -> str:
+    want = "not " + outcome.rule if outcome.fixture.expect == "clean" else outcome.rule
+    got = ", ".join(outcome.got) or "no rule"
+    problem = f" ({outcome.problem})" if outcome.problem else ""
+    return f"{outcome.fixture.file}: expected {want}, got {got}{problem}"
