@@ -218,7 +218,7 @@ def worker(patterns_file: str, log: str, chunk_mb: int) -> None:
     patterns = json.loads(Path(patterns_file).read_text())
     started = time.perf_counter()
     scanner = Scanner([Signature(f"p{n}#0", p) for n, p in enumerate(patterns)])
-    with open(log, "rb") as stream:
+    with Path(log).open("rb") as stream:
         hits = scanner.scan(stream, chunk_size=chunk_mb << 20)
     seconds = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -236,8 +236,7 @@ def run_grep(ere_file: Path, log: Path) -> float:
     # /dev/null, it would stop at the first match).
     env = {**os.environ, "LC_ALL": "C"}
     started = time.perf_counter()
-    subprocess.run(["grep", "-E", "-c", "-f", str(ere_file), str(log)], env=env,
-                   capture_output=True, check=False)
+    subprocess.run(["grep", "-E", "-c", "-f", str(ere_file), str(log)], env=env, capture_output=True, check=False)
     return time.perf_counter() - started
 
 
@@ -251,9 +250,11 @@ def measure(args: argparse.Namespace, work: Path) -> None:
     (work / "patterns.json").write_text(json.dumps(patterns))
     (work / "patterns.ere").write_text("".join(e + "\n" for e in ere if e is not None))
     skipped = sum(e is None for e in ere)
-    print(f"patterns: {len(patterns)} ({real} from ci_matrix/knowledge, "
-          f"{len(patterns) - real} synthetic); grep -E gets {len(patterns) - skipped} "
-          f"({skipped} multi-line ones skipped: grep matches single lines only)")
+    print(
+        f"patterns: {len(patterns)} ({real} from ci_matrix/knowledge, "
+        f"{len(patterns) - real} synthetic); grep -E gets {len(patterns) - skipped} "
+        f"({skipped} multi-line ones skipped: grep matches single lines only)"
+    )
     logs = generate(args, work, patterns)
     results = {name: time_log(args, work, path) for name, path in logs.items()}
     report(results)
@@ -263,40 +264,44 @@ def generate(args: argparse.Namespace, work: Path, patterns: list[str]) -> dict[
     size = args.size_mb << 20
     rng = random.Random(args.seed)
     started = time.perf_counter()
-    logs = {"normal": work / "normal.log", "adversarial": work / "adversarial.log",
-            "escape flood": work / "flood.log"}
+    logs = {"normal": work / "normal.log", "adversarial": work / "adversarial.log", "escape flood": work / "flood.log"}
     write_log(logs["normal"], size, [normal_block(rng, 4 << 20) for _ in range(3)], True, 1)
-    write_log(logs["adversarial"], size,
-              [adversarial_block(rng, 4 << 20, patterns) for _ in range(2)], False, 2)
+    write_log(logs["adversarial"], size, [adversarial_block(rng, 4 << 20, patterns) for _ in range(2)], False, 2)
     write_log(logs["escape flood"], size, [flood_block(rng, 4 << 20)], False, 3)
-    print(f"generated {len(logs)} logs of {args.size_mb} MiB in {work} "
-          f"({time.perf_counter() - started:.1f} s)")
+    print(f"generated {len(logs)} logs of {args.size_mb} MiB in {work} ({time.perf_counter() - started:.1f} s)")
     return logs
 
 
 def time_log(args: argparse.Namespace, work: Path, log: Path) -> dict[str, float]:
     scans = [run_scan(work / "patterns.json", log, args.chunk_mb) for _ in range(args.repeat)]
     greps = [run_grep(work / "patterns.ere", log) for _ in range(args.repeat)]
-    return {"scan": best([s["seconds"] for s in scans]), "grep": best(greps),
-            "peak_mb": max(s["peak_mb"] for s in scans), "hits": scans[0]["hits"],
-            "mb": log.stat().st_size / (1 << 20)}
+    return {
+        "scan": best([s["seconds"] for s in scans]),
+        "grep": best(greps),
+        "peak_mb": max(s["peak_mb"] for s in scans),
+        "hits": scans[0]["hits"],
+        "mb": log.stat().st_size / (1 << 20),
+    }
 
 
 def report(results: dict[str, dict[str, float]]) -> None:
     normal = results["normal"]
     print()
-    print(f"{'log':<14}{'MiB':>7}{'scan s':>9}{'grep s':>9}{'scan/grep':>11}"
-          f"{'peak MB':>9}{'hits':>6}")
+    print(f"{'log':<14}{'MiB':>7}{'scan s':>9}{'grep s':>9}{'scan/grep':>11}{'peak MB':>9}{'hits':>6}")
     for name, r in results.items():
-        print(f"{name:<14}{r['mb']:>7.0f}{r['scan']:>9.3f}{r['grep']:>9.3f}"
-              f"{r['scan'] / r['grep']:>11.2f}{r['peak_mb']:>9.1f}{r['hits']:>6.0f}")
+        print(
+            f"{name:<14}{r['mb']:>7.0f}{r['scan']:>9.3f}{r['grep']:>9.3f}"
+            f"{r['scan'] / r['grep']:>11.2f}{r['peak_mb']:>9.1f}{r['hits']:>6.0f}"
+        )
     checks = [
-        ("scan / grep on the normal log", normal["scan"] / normal["grep"],
-         TARGET_GREP_RATIO, "x"),
-        ("peak memory of a scan", max(r["peak_mb"] for r in results.values()),
-         TARGET_PEAK_MB, " MB"),
-        ("adversarial / normal scan time", results["adversarial"]["scan"] / normal["scan"],
-         TARGET_ADVERSARIAL_RATIO, "x"),
+        ("scan / grep on the normal log", normal["scan"] / normal["grep"], TARGET_GREP_RATIO, "x"),
+        ("peak memory of a scan", max(r["peak_mb"] for r in results.values()), TARGET_PEAK_MB, " MB"),
+        (
+            "adversarial / normal scan time",
+            results["adversarial"]["scan"] / normal["scan"],
+            TARGET_ADVERSARIAL_RATIO,
+            "x",
+        ),
     ]
     print()
     print(f"{'figure':<34}{'measured':>10}{'target':>10}  verdict")

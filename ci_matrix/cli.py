@@ -55,6 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("action", nargs="?", choices=("list", "test"), default="list")
     rules.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    run = sub.add_parser("run", help="build one cell with its workarounds; diagnose a failure")
+    run.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST))
+    run.add_argument("--cell", required=True, help="cell id, or the matrix entry as JSON (`${{ toJSON(matrix) }}`)")
+    run.add_argument("--log", type=Path, default=None, help="log file (default: $RUNNER_TEMP/ci-matrix/CELL.log)")
+    run.add_argument("--diagnosis", type=Path, default=None, help="diagnosis JSON file (default: beside the log)")
+    run.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="stop the build after this long")
+    run.add_argument("--no-preflight", action="store_true", help="do not check the tools before building")
+    run.add_argument("--ignore-rule", action="append", default=[], metavar="ID")
+    run.add_argument("build_command", nargs=argparse.REMAINDER, help="-- COMMAND...: run this instead")
+
+    diagnose = sub.add_parser("diagnose", help="scan build logs for known failures")
+    diagnose.add_argument("logs", nargs="+", type=Path, metavar="LOG")
+    diagnose.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
+    diagnose.add_argument("--cell", default=None, help="the cell the log came from (id or matrix entry JSON)")
+    diagnose.add_argument("--format", choices=("text", "json"), default="text")
     return parser
 
 
@@ -67,6 +82,8 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         "explain": commands.explain,
         "validate": commands.validate,
         "rules": commands.rules,
+        "run": commands.run,
+        "diagnose": commands.diagnose,
     }
     try:
         return handlers[args.command](args, env, sys.stdout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -118,3 +119,23 @@ def rules(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
 
     out.write(listing(known, args.format))
     return ExitCode.OK
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix run --cell ID`: the build's own exit code."""
+    from ci_matrix.cell_run import RunRequest, run_cell
+
+    command = tuple(args.build_command[1:] if args.build_command[:1] == ["--"] else args.build_command)
+    request = RunRequest(
+        manifest=args.manifest, cell=args.cell, command=command, log=args.log, diagnosis=args.diagnosis,
+        timeout=args.timeout, check_tools=not args.no_preflight, ignore_rules=tuple(args.ignore_rule),
+    )
+    out.flush()
+    return run_cell(request, env, sys.stdout.buffer, sys.stderr)
+
+
+def diagnose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix diagnose LOG...`."""
+    from ci_matrix.cell_run import diagnose_logs
+
+    return diagnose_logs(args.logs, args.manifest, args.cell, args.format, env, out)

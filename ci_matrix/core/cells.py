@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
 
@@ -96,6 +96,11 @@ class Cell:
         flags = dict(self.flags)
         fill = _placeholders(self.id, dict(self.values), flags)
         return tuple(expand_command(command, fill, flags) for command in self.context.build.run)
+
+    def command_for(self, template: Sequence[str]) -> tuple[str, ...]:
+        """A command given on the command line, with this cell's placeholders and flags."""
+        flags = dict(self.flags)
+        return expand_command(tuple(template), _placeholders(self.id, dict(self.values), flags), flags)
 
     @property
     def working_directory(self) -> str:

@@ -40,6 +40,7 @@ class Plan:
 
 def plan(manifest: Manifest, rules: Sequence[Rule], catalog: Catalog, event: str = "") -> Plan:
     """Expand every build of the manifest and apply the knowledge base to each cell."""
+    # Ignored rules change no cell (their diagnosis still recognises their failure in a log).
     # Combinations that cannot exist are decided first, so that their reason is the one shown.
     active = [r for r in rules if r.id not in manifest.ignore_rules]
     index = RuleIndex(sorted(active, key=lambda r: r.domain != "platform"))

@@ -120,3 +120,19 @@ def arch_order(text: str) -> tuple[int, str]:
     """
     arch = parse_arch(text)
     return arch.capability, arch.variant
+
+
+def runs_on(arch: Arch, capability: int) -> bool:
+    """Whether code built for `arch` can run on a GPU of this compute capability (x10).
+
+    SASS runs on the same major version at an equal or later minor; arch-specific (`a`)
+    SASS only on exactly its GPU; embedded PTX is compiled by the driver for any later GPU.
+    """
+    if arch.ptx and capability >= arch.capability:
+        return True
+    if not arch.sass:
+        return False
+    if arch.variant == "a":
+        return capability == arch.capability
+    same_major = capability // 10 == arch.capability // 10
+    return same_major and capability >= arch.capability

@@ -224,7 +224,9 @@ class _Run:
 
     def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
         count, last = 0, None
-        for match in sig.regex.finditer(buf.data, 1, until):
+        for match in sig.regex.finditer(buf.data, 1):
+            if match.end() > until:
+                break  # it runs into the next piece, which will find it whole
             if match.end() > buf.accept_after:
                 count, last = count + 1, match
                 if count == COUNT_LIMIT:  # a flood of one failure: skip to its last match
@@ -249,8 +251,10 @@ def _last_match(regex: _Regex, data: bytes, start: int, until: int) -> Any:
     while True:
         begin = max(start, until - window)
         last = None
-        for last in regex.finditer(data, begin, until):  # noqa: B007 (the last one is wanted)
-            pass
+        for match in regex.finditer(data, begin):
+            if match.end() > until:
+                break
+            last = match
         if last is not None or begin == start:
             return last
         window *= 16

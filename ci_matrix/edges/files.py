@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 from ci_matrix.core.catalog import Catalog, catalog_from
 from ci_matrix.core.document import Document, did_you_mean, fast_load, parse_yaml, schema_problems
 from ci_matrix.core.facts import known_facts
@@ -94,6 +93,7 @@ class Project:
 def load_project(path: Path) -> Project:
     """Read the manifest at `path` and the rule files it names; raise ConfigError on problems."""
     text = _read_manifest_text(path)
+    document: Document | None = None
     manifest, problems = _fast_manifest(text, str(path))
     if manifest is None:
         document, problems = load_document(text, str(path), "manifest")
@@ -102,27 +102,33 @@ def load_project(path: Path) -> Project:
         manifest, problems = manifest_from(document, catalog())
     facts = known_facts(manifest.extra_axes if manifest else ())
     local = [_read_rule_file(path.parent, name) for name in (manifest.rule_files if manifest else ())]
-    rules, rule_problems = read_rules(local, facts)
-    problems += rule_problems
-    rules = [*trusted_builtin_rules(), *rules]
-    for first, again in duplicate_ids(rules):
-        problems.append(
-            Problem(
-                again.origin.rpartition(":")[0],
-                int(again.origin.rpartition(":")[2]),
-                1,
-                "",
-                f"rule id {again.id!r} is already used by the built-in rule at {first.origin}",
-            )
-        ) + _unknown_ignored(document, rules)
+    local_rules, rule_problems = read_rules(local, facts)
+    rules = [*trusted_builtin_rules(), *local_rules]
+    problems += rule_problems + _clashing_ids(local_rules)
+    ids = {r.id for r in rules}
+    if document is None and manifest is not None and manifest.ignore_rules - ids:
+        document, _ = parse_yaml(text, str(path))  # the fast path keeps no positions
+    if document is not None:
+        problems += _unknown_ignored(document, ids)
     if manifest is None or problems:
         raise ConfigError(problems)
     return Project(manifest, tuple(rules), path.parent)
 
 
-def _unknown_ignored(document: Document, rules: Iterable[Rule]) -> list[Problem]:
+def _clashing_ids(local_rules: Iterable[Rule]) -> list[Problem]:
+    """Project rules reusing a built-in rule's id (clashes among them are read_rules' own)."""
+    builtin = {r.id: r for r in trusted_builtin_rules()}
+    problems = []
+    for rule in local_rules:
+        if rule.id in builtin:
+            file, _, line = rule.origin.rpartition(":")
+            message = f"rule id {rule.id!r} is already used by the built-in rule at {builtin[rule.id].origin}"
+            problems.append(Problem(file, int(line), 1, "", message))
+    return problems
+
+
+def _unknown_ignored(document: Document, known: set[str]) -> list[Problem]:
     """A misspelt id in `ignore-rules` would silently ignore nothing."""
-    known = {r.id for r in rules}
     return [
         document.problem(("ignore-rules", i), f"unknown rule {rule_id!r}{did_you_mean(str(rule_id), known)}")
         for i, rule_id in enumerate(document.root.get("ignore-rules", []))
@@ -194,3 +200,34 @@ _ID_LINE = re.compile(r"""^\s*-?\s*id:\s*['"]?([a-z0-9-]+)['"]?\s*$""", re.MULTI
 def _id_lines(text: str) -> dict[str, int]:
     """The line of each `id:` in a rule file: the fast path keeps no positions."""
     return {m[1]: text.count("\n", 0, m.start()) + 1 for m in _ID_LINE.finditer(text)}
+
+
+def check_file(path: Path) -> list[Problem]:
+    """Every problem of one manifest or rule file (a file with top-level `rules:` and no
+    `builds:` is a rule file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Problem(str(path), 0, 0, "", f"cannot read: {exc}")]
+    document, problems = parse_yaml(text, str(path))
+    if document is None:
+        return problems
+    root = document.root
+    if isinstance(root, dict) and "rules" in root and "builds" not in root:
+        return read_rules([(str(path), text)], known_facts(tuple(_axes_named_anywhere(root))))[1]
+    try:
+        load_project(path)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
+def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
+    """A project rule file may speak of the project's own axes; validate lets any name
+    through that is written like one, and `load_project` checks it against the manifest."""
+    names: list[str] = []
+    for rule in root.get("rules", []) or []:
+        when = rule.get("when") if isinstance(rule, dict) else None
+        for clause in when if isinstance(when, list) else [when] if isinstance(when, dict) else []:
+            names += [str(k) for k in clause if isinstance(clause, dict)]
+    return names

@@ -86,9 +86,14 @@ def error_annotation(exc: CiMatrixError) -> list[str]:
     return [command(Annotation("error", str(exc), "ci-matrix"))]
 
 
+def stop_token() -> str:
+    """A fresh, unguessable token for `::stop-commands::`."""
+    return secrets.token_hex(16)
+
+
 def stop_commands(lines: Iterable[str]) -> Iterator[str]:
     """Echo untrusted text with workflow commands switched off around it."""
-    token = secrets.token_hex(16)
+    token = stop_token()
     yield f"::stop-commands::{token}"
     yield from lines
     yield f"::{token}::"

@@ -177,7 +177,7 @@ def test_a_rule_id_used_twice_names_both_places(tmp_path, capsys):
     code, _, err = run_cli(["render", "--manifest", str(manifest)], capsys)
     assert code == 78
     assert err.splitlines()[1] == (
-        f"{tmp_path / 'rules.yml'}:2:1: rule id 'cuda-not-on-macos' is already used at ci_matrix/knowledge/platforms.yaml:4"
+        f"{tmp_path / 'rules.yml'}:2:1: rule id 'cuda-not-on-macos' is already used by the built-in rule at ci_matrix/knowledge/platforms.yaml:4"
     )
 
 

@@ -294,7 +294,6 @@ def test_the_platform_reason_comes_first(platforms, iree):
         "kernels-linux-x86_64-cuda-12.4-sm_80",
         "kernels-windows-x86_64-cuda-12.4-sm_80",
         "gpu-tests-linux-x86_64-gpu",
-        "gpu-tests-macos-arm64",  # Apple GPU: GPU code that is not CUDA may run there
         "cuda-tests-linux-x86_64-gpu-cuda-12.4-sm_80",
     ],
 )

@@ -12,7 +12,7 @@ import pytest
 import re2
 
 from ci_matrix.diagnose.cleaning import clean
-from ci_matrix.diagnose.scanner import Hit, Scanner, Signature
+from ci_matrix.diagnose.scanner import COUNT_LIMIT, Hit, Scanner, Signature
 
 SIGNATURES = (
     Signature("rustc-ice#0", r"error: internal compiler error: (?P<msg>.+)"),
@@ -231,3 +231,11 @@ def test_a_pattern_matching_nothing_at_all_is_refused() -> None:
 def test_duplicate_keys_are_refused() -> None:
     with pytest.raises(ValueError, match="duplicate signature keys: a#0"):
         Scanner([Signature("a#0", "x"), Signature("a#0", "y")])
+
+
+def test_a_flood_of_one_failure_still_reports_its_last_line(tmp_path: Path) -> None:
+    log = b"error: internal compiler error: again\n" * 50_000
+    log += b"error: internal compiler error: last\nend\n"
+    hit = scan(write(tmp_path, log))["rustc-ice#0"]
+    assert (hit.line, hit.groups["msg"], hit.after) == (50_001, "last", ("end",))
+    assert hit.count >= COUNT_LIMIT  # exact up to the limit, a lower bound past it

@@ -1,0 +1,201 @@
+"""`ci-matrix run` and `ci-matrix diagnose`: build one cell with its workarounds applied,
+then say what went wrong, from the knowledge base's signatures.
+
+The build's exit code is passed through unchanged; nothing here (not a failed API call,
+not a failed summary write) may change it.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from ci_matrix.core.cells import Cell
+from ci_matrix.core.facts import derive
+from ci_matrix.core.knowledge import Rule
+from ci_matrix.core.matrix import plan
+from ci_matrix.diagnose.engine import Diagnosis, diagnose
+from ci_matrix.diagnose.output import annotations, diagnosis_record, render_markdown, render_text
+from ci_matrix.edges import files, logs, process, workflow
+from ci_matrix.edges.preflight import Preflight, preflight
+from ci_matrix.errors import UsageError
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What `ci-matrix run` was asked to do."""
+
+    manifest: Path
+    cell: str  # an id, or a matrix entry as JSON (only its id is used)
+    command: tuple[str, ...] = ()  # replaces the cell's commands when given
+    log: Path | None = None
+    diagnosis: Path | None = None
+    timeout: float | None = None
+    check_tools: bool = True
+    ignore_rules: tuple[str, ...] = ()
+
+
+def cell_id_of(text: str) -> str:
+    """The cell id from `--cell`: an id, or a matrix entry as JSON."""
+    if not text.lstrip().startswith("{"):
+        return text.strip()
+    try:
+        entry = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--cell is neither a cell id nor a matrix entry: {exc}") from None
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        raise UsageError("--cell JSON has no \"id\": pass `${{ toJSON(matrix) }}` of a ci-matrix matrix")
+    return str(entry["id"])
+
+
+def resolve(manifest: Path, cell_text: str, ignore: Sequence[str] = ()) -> tuple[files.Project, Cell, list[Rule]]:
+    """The project, the runnable cell (recomputed from the manifest, never trusted from
+    JSON), and every rule for the diagnosis: an ignored rule changes no cell, but a log
+    that shows its failure is still recognised."""
+    project = files.load_project(manifest)
+    acting = [r for r in project.rules if r.id not in set(ignore)]
+    from ci_matrix.commands import find_cell
+
+    cell = find_cell(plan(project.manifest, acting, files.catalog()), cell_id_of(cell_text))
+    if cell.excluded is not None:
+        raise UsageError(f"cell {cell.id} is excluded ({cell.excluded_by}): {cell.excluded}")
+    return project, cell, list(project.rules)
+
+
+def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: TextIO) -> int:
+    """Build one cell; diagnose and report when it fails. Returns the build's exit code."""
+    project, cell, rules = resolve(request.manifest, request.cell, request.ignore_rules)
+    github = env.get("GITHUB_ACTIONS") == "true"
+    log_path = request.log or _default_path(env, cell.id, "log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    build_env = {**env, **dict(cell.env), "CI_MATRIX_CELL": cell.id}
+    checks = _preflight(cell, project, build_env) if request.check_tools else Preflight()
+    for warning in checks.warnings:
+        _say(out, workflow.command(workflow.Annotation("warning", warning, "ci-matrix preflight")) if github
+             else f"ci-matrix: warning: {warning}")
+    commands = (cell.command_for(request.command),) if request.command else cell.commands
+    cwd = project.root / cell.working_directory
+    deadline = time.monotonic() + request.timeout if request.timeout else None
+    with log_path.open("wb") as log:
+        result = _run_all(commands, build_env, cwd, out, log, deadline, github)
+    facts = derive(dict(cell.values), project.manifest.platforms)
+    found = _diagnose_file(log_path, rules, facts, cell.id, result.exit_code)
+    found = replace(found, tools=dict(checks.tools), warnings=checks.warnings,
+                    tail=found.tail + ((f"(stopped: {result.stopped_by})",) if result.stopped_by else ()))
+    _report(found, request.diagnosis or _default_path(env, cell.id, "diagnosis.json"), env, out, err)
+    return result.exit_code
+
+
+def _preflight(cell: Cell, project: files.Project, env: Mapping[str, str]) -> Preflight:
+    platform = project.manifest.platforms[cell.value("platform")]
+    return preflight(dict(cell.values), platform.gpu, env)
+
+
+def _default_path(env: Mapping[str, str], cell_id: str, suffix: str) -> Path:
+    base = Path(env["RUNNER_TEMP"]) / "ci-matrix" if env.get("RUNNER_TEMP") else Path(".ci-matrix")
+    return base / f"{cell_id}.{suffix}"
+
+
+def _say(out: BinaryIO, line: str) -> None:
+    out.write((line + "\n").encode("utf-8", errors="replace"))
+    out.flush()
+
+
+def _run_all(  # noqa: PLR0913
+    commands: Sequence[Sequence[str]],
+    env: Mapping[str, str],
+    cwd: Path,
+    out: BinaryIO,
+    log: BinaryIO,
+    deadline: float | None,
+    github: bool,
+) -> process.Result:
+    result = process.Result(0)
+    for argv in commands:
+        shown = shlex.join(argv)
+        log.write(f"$ {shown}\n".encode())
+        token = workflow.stop_token() if github else ""
+        _say(out, f"::group::$ {workflow.escape_data(shown)}\n::stop-commands::{token}" if github else f"$ {shown}")
+        result = process.run(argv, env=env, cwd=cwd, sinks=(out, log), deadline=deadline)
+        if github:  # on a line of its own, even when the build's last line had no newline
+            _say(out, f"\n::{token}::\n::endgroup::")
+        if result.exit_code != 0:
+            break
+    return result
+
+
+def _diagnose_file(
+    path: Path, rules: Sequence[Rule], facts: Mapping[str, object] | None, cell: str, exit_code: int | None
+) -> Diagnosis:
+    hits = logs.scan_file(path, rules) if exit_code != 0 else {}
+    found = diagnose(hits, rules, facts, cell=cell, exit_code=exit_code)
+    return replace(found, log=str(path), tail=logs.tail(path) if found.unclassified else ())
+
+
+def _report(found: Diagnosis, record_path: Path, env: Mapping[str, str], out: BinaryIO, err: TextIO) -> None:
+    """Text, annotations, step summary and the diagnosis file; failures here are only reported."""
+    if found.outcome == "failed":
+        err.write(render_text(found))
+    try:
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        record_path.write_text(json.dumps(diagnosis_record(found), indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        err.write(f"ci-matrix: warning: cannot write the diagnosis file {record_path}: {exc}\n")
+    if env.get("GITHUB_ACTIONS") == "true":
+        _github_report([found], env, out, err, {"diagnosis": str(record_path)})
+
+
+def _github_report(
+    found: Sequence[Diagnosis], env: Mapping[str, str], out: BinaryIO, err: TextIO, outputs: Mapping[str, str]
+) -> None:
+    items = [a for d in found for a in annotations(d)]
+    for line in workflow.budgeted(items):
+        _say(out, line)
+    _append(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(render_markdown(found)), err)
+    _append(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), err)
+
+
+def _append(path: str | None, text: str, err: TextIO) -> None:
+    if not path:
+        return
+    try:
+        with Path(path).open("a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        err.write(f"ci-matrix: warning: cannot write {path}: {exc}\n")
+
+
+def diagnose_logs(  # noqa: PLR0913
+    paths: Sequence[Path],
+    manifest: Path | None,
+    cell_text: str | None,
+    fmt: str,
+    env: Mapping[str, str],
+    out: TextIO,
+) -> int:
+    """`ci-matrix diagnose LOG...`: each log as the log of a failed build."""
+    rules: list[Rule] = list(files.load_project(manifest).rules) if manifest else list(files.trusted_builtin_rules())
+    facts, cell = None, ""
+    if cell_text:
+        project, found_cell, rules = resolve(manifest or Path(files.DEFAULT_MANIFEST), cell_text)
+        facts, cell = derive(dict(found_cell.values), project.manifest.platforms), found_cell.id
+    results = []
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such log file")
+        results.append(_diagnose_file(path, rules, facts, cell, None))
+    if fmt == "json":
+        records = [diagnosis_record(r) for r in results]
+        out.write(json.dumps(records[0] if len(records) == 1 else records, indent=2) + "\n")
+    else:
+        out.writelines(render_text(r) for r in results)
+    if env.get("GITHUB_ACTIONS") == "true":
+        out.flush()
+        _github_report(results, env, sys.stdout.buffer, sys.stderr, {})
+    return 0
