@@ -319,7 +319,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=200, help="size of each log (MiB)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; best kept")
-    parser.add_argument("--chunk-mb", type=int, default=8, help="scanner chunk size (MiB)")
+    parser.add_argument("--chunk-mb", type=int, default=4, help="scanner chunk size (MiB)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, help="keep the logs here (default: a temp dir)")
     args = parser.parse_args()

@@ -69,7 +69,7 @@ def test_explain_a_worked_around_cell(cli):
         "runs-on:   ubuntu-24.04",
         "flags:     iree-compile: --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu",
         "command:   iree-compile --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu "
-        "model.mlir -o model-linux-x86_64-iree-llvm-cpu.vmfb",
+        "--iree-llvmcpu-target-cpu=generic model.mlir -o model-linux-x86_64-iree-llvm-cpu.vmfb",
     ]
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tooling import missing_tool
+
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -43,7 +45,7 @@ def _require(tool: str) -> str:
     """Returns the tool's path, or skips the test when it is not installed."""
     path = shutil.which(tool)
     if path is None:
-        pytest.skip(f"{tool} is not installed")
+        missing_tool(f"{tool} is not installed")
     return path
 
 

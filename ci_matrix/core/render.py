@@ -56,8 +56,8 @@ def shards(plan: Plan, max_cells: int | None) -> list[list[dict[str, Any]]]:
     Without `max_cells`, more than 256 cells is an error: GitHub would refuse the job.
     """
     if max_cells is not None and not 1 <= max_cells <= GITHUB_MAX_CELLS:
-        limit = f"a shard holds 1 to {GITHUB_MAX_CELLS} cells (GitHub's limit per job)"
-        raise UsageError(f"--max-cells {max_cells}: {limit}")
+        allowed = f"a shard holds 1 to {GITHUB_MAX_CELLS} cells (GitHub's limit per job)"
+        raise UsageError(f"--max-cells {max_cells}: {allowed}")
     entries = [cell_entry(c) for c in plan.runnable]
     limit = max_cells or GITHUB_MAX_CELLS
     if max_cells is None and len(entries) > GITHUB_MAX_CELLS:

@@ -56,8 +56,10 @@ def test_validate_reports_the_problems_of_every_file_together(capsys, monkeypatc
     assert err.splitlines() == [
         "ci-matrix: error: 4 problems",
         "yaml-syntax.yml:5:8: YAML syntax error: expected ',' or ']', but got ':'",
-        "unknown-names.yml:4:31: builds.model.platforms[1]: unknown platform 'macos-arm46' (did you mean 'macos-arm64'?)",
-        "unknown-names.yml:6:17: builds.model.iree.targets[0]: unknown IREE target 'llvm-cpo' (did you mean 'llvm-cpu'?)",
+        "unknown-names.yml:4:31: builds.model.platforms[1]: unknown platform 'macos-arm46' "
+        "(did you mean 'macos-arm64'?)",
+        "unknown-names.yml:6:17: builds.model.iree.targets[0]: unknown IREE target 'llvm-cpo' "
+        "(did you mean 'llvm-cpu'?)",
         "unknown-names.yml:6:27: builds.model.iree.targets[1]: unknown IREE target 'vulkan' "
         "(did you mean 'vulkan-spirv'?)",
     ]
@@ -177,7 +179,8 @@ def test_a_rule_id_used_twice_names_both_places(tmp_path, capsys):
     code, _, err = run_cli(["render", "--manifest", str(manifest)], capsys)
     assert code == 78
     assert err.splitlines()[1] == (
-        f"{tmp_path / 'rules.yml'}:2:1: rule id 'cuda-not-on-macos' is already used by the built-in rule at ci_matrix/knowledge/platforms.yaml:4"
+        f"{tmp_path / 'rules.yml'}:2:1: rule id 'cuda-not-on-macos' is already used by the built-in rule at "
+        "ci_matrix/knowledge/platforms.yaml:4"
     )
 
 

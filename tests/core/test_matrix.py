@@ -192,7 +192,11 @@ def test_ids_that_would_collide_are_numbered(plan_of):
             run: make
         """
     ).cells
-    assert [c.id for c in cells] == ["b-linux-x86_64-flags-o2-g", "b-linux-x86_64-flags-o2_-g", "b-linux-x86_64-flags-o2-g-2"]
+    assert [c.id for c in cells] == [
+        "b-linux-x86_64-flags-o2-g",
+        "b-linux-x86_64-flags-o2_-g",
+        "b-linux-x86_64-flags-o2-g-2",
+    ]
 
 
 def test_the_same_input_gives_the_same_plan(plan_of):
@@ -275,7 +279,8 @@ def test_ignore_rules_turns_a_built_in_rule_off(plan_of):
     ignored = plan_of(IREE.format(ignore="ignore-rules: [iree-llvm-cpu-backend-flag]")).cells[0]
     assert applied.rule_ids == ("iree-llvm-cpu-backend-flag",)
     assert applied.commands == (
-        ("iree-compile", "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu", "m.mlir"),
+        ("iree-compile", "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+         "m.mlir"),
     )
     assert ignored.rule_ids == ()
     assert ignored.commands == (("iree-compile", "--iree-hal-target-device=local", "m.mlir"),)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.github_api import spec
 from tests.github_api.server import ApiServer
+from tests.tooling import missing_tool
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +22,7 @@ def github_api_description() -> spec.ApiDescription:
     try:
         return spec.load_from_environment()
     except spec.SpecNotFound as exc:
-        pytest.skip(f"GitHub's OpenAPI description is not available: {exc}")
+        missing_tool(f"GitHub's OpenAPI description is not available: {exc}")
 
 
 @pytest.fixture

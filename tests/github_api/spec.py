@@ -57,7 +57,13 @@ class ApiDescription:
 def locate(environ: Mapping[str, str]) -> Path:
     """Find api.github.com.json: `$CI_MATRIX_OPENAPI_JSON`, else under `npm root -g`."""
     from_env = environ.get(ENV_VAR)
-    candidate = Path(from_env) if from_env else _npm_root() / NPM_PACKAGE_FILE
+    local = environ.get("CI_MATRIX_NODE_MODULES")  # set by .ci/test, which npm-installs it there
+    if from_env:
+        candidate = Path(from_env)
+    elif local and (Path(local) / NPM_PACKAGE_FILE).is_file():
+        candidate = Path(local) / NPM_PACKAGE_FILE
+    else:
+        candidate = _npm_root() / NPM_PACKAGE_FILE
     if not candidate.is_file():
         raise SpecNotFound(f"{candidate} not found (npm install -g @octokit/openapi, or set {ENV_VAR})")
     return candidate
