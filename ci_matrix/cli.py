@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
     diagnose.add_argument("--cell", default=None, help="the cell the log came from (id or matrix entry JSON)")
     diagnose.add_argument("--format", choices=("text", "json"), default="text")
+
+    sub.add_parser("action", help="the GitHub Action's entry point (inputs in CI_MATRIX_* variables)")
     return parser
 
 
@@ -84,6 +86,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         "rules": commands.rules,
         "run": commands.run,
         "diagnose": commands.diagnose,
+        "action": commands.action,
     }
     try:
         return handlers[args.command](args, env, sys.stdout)

@@ -139,3 +139,10 @@ def diagnose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     from ci_matrix.cell_run import diagnose_logs
 
     return diagnose_logs(args.logs, args.manifest, args.cell, args.format, env, out)
+
+
+def action(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix action`: plan, run or report, as action.yml asks."""
+    from ci_matrix.action import execute
+
+    return execute(env, out)

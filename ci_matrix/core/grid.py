@@ -59,7 +59,10 @@ def _mark(cells: list[Cell]) -> str:
     marks = []
     for cell in cells:
         state = plan_status(cell)
-        why = cell.excluded_by if state == "excluded" else ", ".join(cell.rule_ids)
+        rules = ", ".join(cell.rule_ids)
+        why = cell.excluded_by if state == "excluded" else rules
+        if cell.excluded_by == "duplicate":
+            why = f"{rules} → duplicate"
         marks.append(_MARK[state] + (f" `{why}`" if why else ""))
     return "<br>".join(marks) or " "
 
