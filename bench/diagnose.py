@@ -1,6 +1,6 @@
 """Benchmark `ci-matrix diagnose`'s scanner against GNU grep on generated build logs.
 
-    python bench/diagnose.py [--size-mb 200] [--repeat 3] [--chunk-mb 8] [--workdir DIR]
+    python bench/diagnose.py [--size-mb 200] [--repeat 3] [--chunk-mb 2] [--workdir DIR]
 
 Generates a realistic build log (compiler output, some of it in colour, a few real failure
 lines), an adversarial one (runs of 'a', near-miss prefixes of every pattern, whitespace
@@ -319,7 +319,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=200, help="size of each log (MiB)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; best kept")
-    parser.add_argument("--chunk-mb", type=int, default=4, help="scanner chunk size (MiB)")
+    parser.add_argument("--chunk-mb", type=int, default=2, help="scanner chunk size (MiB)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--workdir", type=Path, help="keep the logs here (default: a temp dir)")
     args = parser.parse_args()

@@ -57,7 +57,7 @@ def rules_text(count: int) -> str:
         action = (
             "exclude: synthetic exclusion"
             if i % 10 == 0
-            else "workaround: {env: {BENCH_%d: x}, flags: {cargo: [--bench-%d]}}" % (i, i)
+            else f"workaround: {{env: {{BENCH_{i}: x}}, flags: {{cargo: [--bench-{i}]}}}}"
         )
         rules.append(
             f"""  - id: bench-{i}

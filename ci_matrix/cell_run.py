@@ -21,7 +21,7 @@ from ci_matrix.core.facts import derive
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.core.matrix import plan
 from ci_matrix.diagnose.engine import Diagnosis, diagnose
-from ci_matrix.diagnose.output import annotations, diagnosis_record, render_markdown, render_text
+from ci_matrix.diagnose.output import annotations_of, diagnosis_record, render_markdown, render_text
 from ci_matrix.edges import files, logs, process, workflow
 from ci_matrix.edges.preflight import Preflight, preflight
 from ci_matrix.errors import UsageError
@@ -107,7 +107,7 @@ def _say(out: BinaryIO, line: str) -> None:
     out.flush()
 
 
-def _run_all(  # noqa: PLR0913
+def _run_all(
     commands: Sequence[Sequence[str]],
     env: Mapping[str, str],
     cwd: Path,
@@ -154,7 +154,7 @@ def _report(found: Diagnosis, record_path: Path, env: Mapping[str, str], out: Bi
 def _github_report(
     found: Sequence[Diagnosis], env: Mapping[str, str], out: BinaryIO, err: TextIO, outputs: Mapping[str, str]
 ) -> None:
-    items = [a for d in found for a in annotations(d)]
+    items = [a for d in found for a in annotations_of(d)]
     for line in workflow.budgeted(items):
         _say(out, line)
     _append(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(render_markdown(found)), err)
@@ -171,7 +171,7 @@ def _append(path: str | None, text: str, err: TextIO) -> None:
         err.write(f"ci-matrix: warning: cannot write {path}: {exc}\n")
 
 
-def diagnose_logs(  # noqa: PLR0913
+def diagnose_logs(
     paths: Sequence[Path],
     manifest: Path | None,
     cell_text: str | None,

@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 import yaml
+
 from ci_matrix.errors import Problem
 
 PathPart = str | int
@@ -100,7 +101,7 @@ def fast_load(text: str) -> Any:
     """The data of a YAML document without positions, or None when anything is off (a
     syntax error, a duplicate key): the caller then parses again with positions."""
     try:
-        return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_FastLoader)
     except yaml.YAMLError:
         return None
 
@@ -109,10 +110,9 @@ def fast_load(text: str) -> Any:
 def _round_trip() -> Any:
     """ruamel.yaml's round-trip loader, keeping floats and dates as the text written
     (`1.80` stays `1.80`, not 1.8). Imported only when positions are needed."""
-    from ruamel.yaml import YAML
     from ruamel.yaml.constructor import RoundTripConstructor
 
-    class TextConstructor(RoundTripConstructor):  # type: ignore[misc]
+    class TextConstructor(RoundTripConstructor):
         pass
 
     for tag in ("float", "timestamp"):

@@ -80,7 +80,7 @@ def expand(build: Build) -> Iterator[tuple[Values, str, tuple[str, ...] | None]]
     if not build.exclude and not build.include:  # the common case, without a dict per cell
         head, tail = _with_build(build, {}), _build_tail(build)
         for combo in raw:
-            yield (head[0], *zip(names, combo), *tail), "", combo
+            yield (head[0], *zip(names, combo, strict=True), *tail), "", combo
         return
     combos = [dict(zip(names, combo, strict=True)) for combo in raw]
     reasons = [_manifest_exclusion(build, values) for values in combos]
@@ -130,7 +130,7 @@ def _build_tail(build: Build) -> Values:
     return (*tail, ("needs-gpu", "true")) if build.needs_gpu else tuple(tail)
 
 
-def _resolve(  # noqa: PLR0913
+def _resolve(
     cell: Cell, manifest: Manifest, index: RuleIndex, event: str, profile: EventProfile | None, untouched: bool
 ) -> Cell:
     reason = _event_exclusion(cell.values, event, profile) if profile else ""

@@ -31,7 +31,7 @@ def cell_entry(cell: Cell) -> dict[str, Any]:
 
 def cell_record(cell: Cell) -> dict[str, Any]:
     """Everything known about a cell, runnable or not, with what changed it and why."""
-    record = cell_entry(cell) if cell.excluded is None else {"id": cell.id, "name": cell.name}
+    record: dict[str, Any] = cell_entry(cell) if cell.excluded is None else {"id": cell.id, "name": cell.name}
     record["status"] = status(cell)
     record["requested"] = dict(cell.requested)
     if cell.excluded is not None:

@@ -115,7 +115,7 @@ class BuildShortcut:
     def mask(self, combo: tuple[str, ...]) -> int:
         """The clauses that may hold for a cross-product combination."""
         mask = self._const
-        for masks, value in zip(self._masks, combo):
+        for masks, value in zip(self._masks, combo, strict=True):
             mask &= masks[value]
         return mask
 

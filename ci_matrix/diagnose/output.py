@@ -88,7 +88,7 @@ def _finding_text(finding: Finding, prefix: str) -> list[str]:
     return lines
 
 
-def annotations(diagnosis: Diagnosis, log_name: str = "") -> list[Annotation]:
+def annotations_of(diagnosis: Diagnosis) -> list[Annotation]:
     """Annotations, most important first: the diagnosis, other matches, then warnings."""
     items: list[Annotation] = []
     for i, finding in enumerate(diagnosis.findings):
@@ -98,7 +98,8 @@ def annotations(diagnosis: Diagnosis, log_name: str = "") -> list[Annotation]:
         items.append(Annotation("error" if i == 0 else "warning", message, title))
     if diagnosis.unclassified:
         tail = "\n".join(diagnosis.tail[-5:])
-        items.append(Annotation("error", f"{UNCLASSIFIED_HINT}\n{tail}", f"Unclassified failure: {headline(diagnosis)}"))
+        title = f"Unclassified failure: {headline(diagnosis)}"
+        items.append(Annotation("error", f"{UNCLASSIFIED_HINT}\n{tail}", title))
     items += [Annotation("warning", w, "ci-matrix preflight") for w in diagnosis.warnings]
     return items
 

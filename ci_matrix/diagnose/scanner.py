@@ -26,7 +26,7 @@ import re2
 
 from ci_matrix.diagnose.cleaning import clean_pieces
 
-CHUNK_SIZE = 4 << 20
+CHUNK_SIZE = 2 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
 OVERLAP_BYTES = 64 << 10
 TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and each capture

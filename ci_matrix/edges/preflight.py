@@ -30,7 +30,7 @@ class Preflight:
 def probe(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
     """Run a version query; (127, '') when the program is missing."""
     try:
-        done = subprocess.run(  # noqa: S603 - fixed argv
+        done = subprocess.run(
             argv, env=dict(env), capture_output=True, text=True, timeout=_PROBE_TIMEOUT, check=False
         )
     except (FileNotFoundError, PermissionError):
@@ -97,7 +97,7 @@ def _check_gpu(arch_text: str, env: Mapping[str, str], tools: dict[str, str], wa
         return
     arch = parse_arch(arch_text)
     for name, cc, _driver in gpus:
-        capability = int(round(float(cc) * 10))
+        capability = round(float(cc) * 10)
         if not runs_on(arch, capability):
             warnings.append(
                 f"this cell builds for {arch} but the runner's GPU {name} has compute capability {cc}: "

@@ -7,13 +7,14 @@ SIGINT/SIGTERM stop the build's whole process group, and the caller still gets t
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -48,7 +49,7 @@ def run(
 ) -> Result:
     """Run one command, copying its output (stdout and stderr together) to every sink."""
     try:
-        process = subprocess.Popen(  # noqa: S603 - argv from the manifest, no shell
+        process = subprocess.Popen(
             list(argv), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
@@ -60,8 +61,9 @@ def run(
         on_start(process)
     stopper = _Stopper(process, deadline)
     with stopper.forwarding():
-        assert process.stdout is not None
-        for data in iter(lambda: process.stdout.read1(_READ_SIZE), b""):  # type: ignore[union-attr]
+        stream = process.stdout
+        assert isinstance(stream, io.BufferedReader)
+        for data in iter(lambda: stream.read1(_READ_SIZE), b""):
             _write(sinks, data)
         process.wait()
     return Result(exit_code_of(process.returncode), stopper.reason)
@@ -89,10 +91,8 @@ class _Stopper:
         threading.Thread(target=self._kill_later, daemon=True).start()
 
     def _signal_group(self, sig: int) -> None:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(self.process.pid, sig)
-        except ProcessLookupError:
-            pass
 
     def _kill_later(self) -> None:
         if not self._done.wait(_GRACE_SECONDS):
