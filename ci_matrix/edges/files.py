@@ -194,7 +194,7 @@ def trusted_builtin_rules() -> tuple[Rule, ...]:
     return tuple(rules)
 
 
-_ID_LINE = re.compile(r"""^\s*-?\s*id:\s*['"]?([a-z0-9-]+)['"]?\s*$""", re.MULTILINE)
+_ID_LINE = re.compile(r"""^[ \t]*-?[ \t]*id:[ \t]*['"]?([a-z0-9-]+)['"]?\s*$""", re.MULTILINE)
 
 
 def _id_lines(text: str) -> dict[str, int]:

@@ -1,0 +1,70 @@
+"""The built-in knowledge base as data: valid against its schema, every fixture right, and
+the rules page of the docs generated from it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from ci_matrix.commands import rules as rules_command
+from ci_matrix.core.rule_listing import listing
+from ci_matrix.diagnose.fixtures import run_all, summary
+from ci_matrix.edges.files import builtin_rules, trusted_builtin_rules
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+
+
+def test_every_builtin_rule_file_is_valid_with_positions() -> None:
+    # builtin_rules() goes through ruamel.yaml and the JSON Schema, like a project's files.
+    checked = builtin_rules()
+    fast = trusted_builtin_rules()
+    assert [r.id for r in checked] == [r.id for r in fast]
+    assert [r.origin for r in checked] == [r.origin for r in fast]
+
+
+def test_the_knowledge_base_covers_the_domains_users_meet() -> None:
+    rules = builtin_rules()
+    assert len(rules) >= 40
+    domains = {r.domain for r in rules}
+    assert {"rust", "cuda", "iree", "runner", "platform"} <= domains
+    for rule in rules:
+        assert rule.references, rule.id
+        assert all(ref.startswith("https://") for ref in rule.references), rule.id
+
+
+def test_every_signature_rule_has_a_match_and_a_near_miss_fixture() -> None:
+    for rule in builtin_rules():
+        if rule.diagnosis is None:
+            continue
+        expects = {f.expect for f in rule.fixtures}
+        if rule.diagnosis.signatures:
+            assert "match" in expects and "clean" in expects, rule.id
+        else:
+            assert "config-match" in expects, rule.id
+
+
+def test_every_fixture_gets_exactly_its_rule_and_no_near_miss_matches() -> None:
+    outcomes = run_all(builtin_rules())
+    figures = summary(outcomes)
+    wrong = [f"{o.fixture.file}: got {o.got}" for o in outcomes if not o.passed]
+    assert wrong == []
+    assert figures["expected-rule"] == figures["match-fixtures"] > 40
+    assert figures["near-misses-clean"] == figures["near-misses"] > 40
+    assert figures["unclassified-rate"] == 0.0
+
+
+def test_rules_test_command_prints_the_figures_and_exits_0() -> None:
+    out = io.StringIO()
+
+    class Args:
+        action, format, manifest = "test", "text", None
+
+    assert rules_command(Args(), {}, out) == 0  # type: ignore[arg-type]
+    text = out.getvalue()
+    assert "fixtures got exactly their rule" in text and "near-misses stayed clean" in text
+    assert ", 0 failed" in text
+
+
+def test_the_rules_page_is_generated_from_the_data() -> None:
+    expected = listing(builtin_rules(), "markdown")
+    assert DOCS.read_text(encoding="utf-8") == expected, "regenerate: ci-matrix rules --format markdown > docs/rules.md"
