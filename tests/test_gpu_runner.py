@@ -54,7 +54,7 @@ builds:
     working-directory: cuda-kernels
     run:
       - [mkdir, -p, build]
-      - [nvcc, "{{nvcc-flags}}", kernels/saxpy_test.cu, -o, "build/{{cell-id}}"]
+      - [nvcc, "{{nvcc-flags}}", tests/saxpy_test.cu, -o, "build/{{cell-id}}"]
       - ["build/{{cell-id}}"]
 """,
         encoding="utf-8",

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "saxpy.cu"
+#include "../kernels/saxpy.cu"
 
 static int check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
