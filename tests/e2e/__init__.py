@@ -1,0 +1,1 @@
+"""End-to-end tests: the example workflow under act, with real builds."""
