@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ci_matrix.cli import main
-from tests.conftest import REPO
+from tests.conftest import EXAMPLE, REPO
 
 EXAMPLE_ARGS = ["--manifest", "examples/ci-matrix.yml"]
 SEED_RULES = (
@@ -178,3 +178,15 @@ def test_version(capsys):
         main(["--version"], environ={})
     assert stopped.value.code == 0
     assert capsys.readouterr().out == "ci-matrix 0.1.0\n"
+
+
+def test_render_imports_no_github_client_and_no_regex_engine_it_does_not_need() -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "from ci_matrix.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['render', '--manifest', {str(EXAMPLE)!r}, '--format', 'github']) == 0\n"
+        "print(sorted(m for m in ('github3', 'requests', 're2', 'ruamel.yaml') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -58,6 +58,7 @@ class ActRun:
     stderr: str
     artifacts: Path
     api: ApiServer
+    log: Path  # act's --json output, kept for whoever reads a failure
 
     def top_steps(self, job_id: str) -> list[dict[str, Any]]:
         """Results of the top-level Main steps of a job (a matrix job: of all its cells)."""
@@ -141,8 +142,8 @@ def act_run(tmp_path_factory: pytest.TempPathFactory, github_api_description: sp
                               capture_output=True, text=True, timeout=900, check=False)
         seconds = time.monotonic() - started
         records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        Path("/tmp/e2e-man/test-out.json").write_text(done.stdout)
-        yield ActRun(done.returncode, seconds, records, done.stderr, work / "artifacts", api)
+        (work / "act-out.json").write_text(done.stdout, encoding="utf-8")  # for a failing test's reader
+        yield ActRun(done.returncode, seconds, records, done.stderr, work / "artifacts", api, work / "act-out.json")
     finally:
         api.stop()
 
@@ -154,8 +155,10 @@ def test_every_job_ran_and_the_gate_failed_because_cells_failed(act_run: ActRun)
     assert cells == set(EXPECTED)
     results = {r["jobID"]: r["jobResult"] for r in act_run.records if "jobResult" in r and r["jobID"] != "build"}
     assert results == {"plan": "success", "report": "success", "gate": "failure"}
+    gate_steps = [(r["step"], r["stepResult"]) for r in act_run.top_steps("gate")]
+    assert gate_steps == [("Every cell passed", "failure")]
     gate_errors = [r["arg"] for r in act_run.records if r.get("jobID") == "gate" and r.get("command") == "error"]
-    assert gate_errors == ["the build matrix did not pass (plan: success, build: failure)"]
+    assert gate_errors == ["the build matrix did not pass (plan: success, build: failure)"], act_run.log
     assert act_run.returncode != 0
 
 
