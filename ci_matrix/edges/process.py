@@ -66,7 +66,8 @@ def run(
         for data in iter(lambda: stream.read1(_READ_SIZE), b""):
             _write(sinks, data)
         process.wait()
-    return Result(exit_code_of(process.returncode), stopper.reason)
+    code = TIMEOUT_EXIT if stopper.reason == "timeout" else exit_code_of(process.returncode)
+    return Result(code, stopper.reason)
 
 
 def _write(sinks: Sequence[BinaryIO], data: bytes) -> None:
