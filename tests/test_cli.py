@@ -190,3 +190,16 @@ def test_render_imports_no_github_client_and_no_regex_engine_it_does_not_need() 
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_pre_commit_hook_runs_validate_on_the_files_it_is_given(tmp_path) -> None:
+    import yaml
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    hook = next(h for h in hooks if h["id"] == "ci-matrix-validate")
+    assert hook["entry"] == "ci-matrix validate" and hook["pass_filenames"] is True
+    files = [str(EXAMPLE), str(REPO / "examples" / "rules" / "kernels.yml")]
+    assert main(["validate", *files]) == 0
+    broken = tmp_path / "ci-matrix.yml"
+    broken.write_text("builds:\n  a:\n    platforms: [linux-x86_65]\n    run: x\n", encoding="utf-8")
+    assert main(["validate", *files, str(broken)]) == 78
