@@ -65,6 +65,7 @@ def run(
         assert isinstance(stream, io.BufferedReader)
         for data in iter(lambda: stream.read1(_READ_SIZE), b""):
             _write(sinks, data)
+        stream.close()
         process.wait()
     code = TIMEOUT_EXIT if stopper.reason == "timeout" else exit_code_of(process.returncode)
     return Result(code, stopper.reason)
