@@ -229,7 +229,9 @@ def test_failed_cells_annotate_the_run_with_their_known_failure(act_run: ActRun)
         if r.get("jobID") == "build" and r.get("command") == "error"
     }
     assert titles == {
-        "model-no-backend-linux-x86_64-iree-llvm-cpu": "Known failure: IREE CPU compiles need the llvm-cpu backend flag",
+        "model-no-backend-linux-x86_64-iree-llvm-cpu": (
+            "Known failure: IREE CPU compiles need the llvm-cpu backend flag"
+        ),
         "kernels-unguarded-linux-x86_64-cuda-13.0-sm_75": (
             "Known failure: qgemm uses int8 tensor-core mma.sync, which sm_75 does not have"
         ),
