@@ -43,9 +43,9 @@ def plan_command(env: Mapping[str, str], out: TextIO) -> int:
     parts = shards(the_plan, int(limit) if limit else project.manifest.max_cells)
     outputs = {"matrix": github_json(parts[0]), "shards": str(len(parts)), "cell-count": str(len(the_plan.runnable))}
     outputs.update({f"matrix-{i}": github_json(part) for i, part in enumerate(parts[1:], start=1)})
-    _append(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs))
+    workflow.append_file(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), sys.stderr)
     summary = render_grid(the_plan, project.manifest.project or "ci-matrix plan")
-    _append(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(summary))
+    workflow.append_file(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(summary), sys.stderr)
     out.write(f"ci-matrix: {len(the_plan.runnable)} cells in {len(parts)} matrix(es) for {event or 'every event'}\n")
     if not the_plan.runnable:
         out.write(workflow.command(workflow.Annotation(
@@ -90,7 +90,7 @@ def report_command(env: Mapping[str, str], out: TextIO) -> int:
     event = _input(env, "event", env.get("GITHUB_EVENT_NAME", ""))
     cells = plan(project.manifest, project.rules, files.catalog(), event).cells
     report = build_report(records, cells, _run_url(env))
-    _append(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(report.text))
+    workflow.append_file(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(report.text), sys.stderr)
     problems = _post(report, env, out)
     for problem in problems:
         out.write(workflow.command(workflow.Annotation("warning", problem, "ci-matrix report")) + "\n")
@@ -155,16 +155,6 @@ def _run_url(env: Mapping[str, str]) -> str:
 
 def _manifest_path(env: Mapping[str, str]) -> str:
     return _input(env, "manifest", files.DEFAULT_MANIFEST)
-
-
-def _append(path: str | None, text: str) -> None:
-    if not path:
-        return
-    try:
-        with Path(path).open("a", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        sys.stderr.write(f"ci-matrix: warning: cannot write {path}: {exc}\n")
 
 
 __all__: Sequence[str] = ("execute", "read_diagnoses")

@@ -157,18 +157,8 @@ def _github_report(
     items = [a for d in found for a in annotations_of(d)]
     for line in workflow.budgeted(items):
         _say(out, line)
-    _append(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(render_markdown(found)), err)
-    _append(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), err)
-
-
-def _append(path: str | None, text: str, err: TextIO) -> None:
-    if not path:
-        return
-    try:
-        with Path(path).open("a", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        err.write(f"ci-matrix: warning: cannot write {path}: {exc}\n")
+    workflow.append_file(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(render_markdown(found)), err)
+    workflow.append_file(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), err)
 
 
 def diagnose_logs(

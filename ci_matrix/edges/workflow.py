@@ -9,6 +9,8 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
 
 from ci_matrix.errors import CiMatrixError, ConfigError
 
@@ -125,3 +127,15 @@ def fit_summary(markdown: str) -> str:
     note = "\n\n… (cut: GitHub shows at most 1 MiB of step summary; the rest is in the diagnosis file)\n"
     room = MAX_SUMMARY_BYTES - len(note.encode("utf-8"))
     return data[:room].decode("utf-8", errors="ignore") + note
+
+
+def append_file(path: str | None, text: str, err: TextIO) -> None:
+    """Append to a runner file ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY, ...). A failure is
+    reported on `err` and never raised: it must not change a build's exit code."""
+    if not path:
+        return
+    try:
+        with Path(path).open("a", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        err.write(f"ci-matrix: warning: cannot write {path}: {exc}\n")
