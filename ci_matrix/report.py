@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_matrix.core.cells import Cell
+from ci_matrix.diagnose.output import fenced
+from ci_matrix.diagnose.output import markdown_text as _md
 
 MARKER = "<!-- ci-matrix:report -->"
 
@@ -65,7 +67,7 @@ def _known_section(failed: Sequence[Mapping[str, Any]], run_url: str) -> str:
         lines.append(f"- **`{_md(record['cell'])}`**{where}: `{top['rule']}` {_md(top['title'])} {refs}")
         log = top.get("log")
         if log:
-            lines += ["", "  ```text", f"  {_fence(log['text'])}", "  ```", ""]
+            lines += ["", "  ```text", f"  {fenced(log['text'])}", "  ```", ""]
         else:
             lines.append("  - matched by the cell's configuration: this failure leaves no telltale log line")
         lines += [f"  - why: {_md(top['explanation'])}", f"  - fix: {_md(top['fix'])}"]
@@ -76,7 +78,7 @@ def _unknown_section(failed: Sequence[Mapping[str, Any]]) -> str:
     lines = ["### Unclassified failures", ""]
     for record in failed:
         lines += [f"<details><summary><code>{_md(record['cell'])}</code> exit {record.get('exit-code')}</summary>",
-                  "", "```text", *(_fence(t) for t in record.get("tail", [])[-15:]), "```", "</details>", ""]
+                  "", "```text", *(fenced(t) for t in record.get("tail", [])[-15:]), "```", "</details>", ""]
     lines.append("No known signature matched: add a rule (see the README's knowledge base section).")
     return "\n".join(lines)
 
@@ -98,11 +100,3 @@ def _annotation(record: Mapping[str, Any]) -> tuple[str, str, str]:
     top = findings[0]
     message = f"{top['explanation']}\nFix: {top['fix']}\n" + "\n".join(top.get("references", []))
     return ("failure", f"{record['cell']}: {top['title']}", message)
-
-
-def _md(text: str) -> str:
-    return str(text).replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
-
-
-def _fence(text: str) -> str:
-    return str(text).replace("```", "`\u200b``")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -40,6 +41,13 @@ def ci_matrix(*args: str, env: dict[str, str] | None = None, timeout: float = 30
         timeout=timeout,
         check=False,
     )
+
+
+def diagnose_json(log: str, manifest: Path, cell: str) -> dict[str, Any]:
+    """`ci-matrix diagnose LOG --manifest M --cell C --format json`, parsed."""
+    done = ci_matrix("diagnose", log, "--manifest", str(manifest), "--cell", cell, "--format", "json")
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
 
 
 def record_of(path: Path) -> dict[str, object]:
@@ -262,31 +270,9 @@ def test_diagnose_names_the_rule_scoped_to_the_cell(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     log = str(FIXTURES / "cutlass-cuda-older-than-11-8" / "match.log")
-    old = json.loads(
-        ci_matrix(
-            "diagnose",
-            log,
-            "--manifest",
-            str(manifest),
-            "--cell",
-            "gemm-linux-x86_64-cuda-11.6-sm_80",
-            "--format",
-            "json",
-        ).stdout
-    )
+    old = diagnose_json(log, manifest, "gemm-linux-x86_64-cuda-11.6-sm_80")
     assert old["findings"][0]["rule"] == "cutlass-cuda-older-than-11-8"
-    new = json.loads(
-        ci_matrix(
-            "diagnose",
-            log,
-            "--manifest",
-            str(manifest),
-            "--cell",
-            "gemm-linux-x86_64-cuda-12.4-sm_80",
-            "--format",
-            "json",
-        ).stdout
-    )
+    new = diagnose_json(log, manifest, "gemm-linux-x86_64-cuda-12.4-sm_80")
     assert "cutlass-cuda-older-than-11-8" not in [f["rule"] for f in new["findings"]]
 
 
@@ -299,18 +285,7 @@ def test_silent_failure_is_named_by_configuration(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     log = str(FIXTURES / "cranelift-variadic-macos-arm64" / "match.log")
-    found = json.loads(
-        ci_matrix(
-            "diagnose",
-            log,
-            "--manifest",
-            str(manifest),
-            "--cell",
-            "crate-macos-arm64-rust-nightly-2024-07-01-debug-cranelift",
-            "--format",
-            "json",
-        ).stdout
-    )
+    found = diagnose_json(log, manifest, "crate-macos-arm64-rust-nightly-2024-07-01-debug-cranelift")
     assert found["findings"][0]["rule"] == "cranelift-variadic-macos-arm64"
     assert found["findings"][0]["matched-by"] == "configuration"
 

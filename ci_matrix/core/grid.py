@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from ci_matrix.core.cells import Cell
 from ci_matrix.core.matrix import Plan
-from ci_matrix.core.render import plan_record
+from ci_matrix.core.render import plan_record, status
 
 _MARK = {"built": "✅", "worked-around": "🔧", "excluded": "⛔"}
 _COLUMN_KEYS = ("rust-toolchain", "rust-profile", "rust-backend", "rust-target", "rust-features",
@@ -58,20 +58,13 @@ def _grid(build: str, cells: list[Cell]) -> list[str]:
 def _mark(cells: list[Cell]) -> str:
     marks = []
     for cell in cells:
-        state = plan_status(cell)
+        state = status(cell)
         rules = ", ".join(cell.rule_ids)
         why = cell.excluded_by if state == "excluded" else rules
         if cell.excluded_by == "duplicate":
             why = f"{rules} → duplicate"
         marks.append(_MARK[state] + (f" `{why}`" if why else ""))
     return "<br>".join(marks) or " "
-
-
-def plan_status(cell: Cell) -> str:
-    """`built`, `worked-around` or `excluded`, as the grid marks it."""
-    if cell.excluded is not None:
-        return "excluded"
-    return "worked-around" if cell.changes else "built"
 
 
 def _details(cells: Iterable[Cell]) -> list[str]:

@@ -9,7 +9,7 @@ known-failure diagnosis; a failure that matches nothing is reported as unclassif
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ci_matrix.core.knowledge import Rule
@@ -106,14 +106,9 @@ def _from_log(rule: Rule, hit: Hit, facts: Mapping[str, Any] | None) -> Finding 
         return None  # a generic line that only means this failure on such cells
     pattern = rule.diagnosis.signatures[int(hit.key.rpartition("#")[2])]
     rank = (rule.diagnosis.priority, 1, int(scope is not None), len(pattern), hit.line)
-    return Finding(
-        rule=rule.id,
-        title=rule.title,
-        domain=rule.domain,
+    return replace(
+        _from_config(rule),
         matched_by="log",
-        explanation=rule.diagnosis.explanation,
-        fix=rule.diagnosis.fix,
-        references=rule.references,
         line=hit.line,
         end_line=hit.end_line,
         text=hit.text,

@@ -114,26 +114,27 @@ def render_markdown(diagnoses: Sequence[Diagnosis]) -> str:
 
 def _markdown_one(diagnosis: Diagnosis) -> list[str]:
     mark = "✅" if diagnosis.outcome == "passed" else "❓" if diagnosis.unclassified else "❌"
-    lines = [f"### {mark} {_md(headline(diagnosis))}", ""]
+    lines = [f"### {mark} {markdown_text(headline(diagnosis))}", ""]
     for i, finding in enumerate(diagnosis.findings):
         label = "**Diagnosis**" if i == 0 else "Also matched"
-        refs = " ".join(f"[{n + 1}]({_md(r)})" for n, r in enumerate(finding.references))
-        lines.append(f"- {label}: `{finding.rule}`: {_md(finding.title)} {refs}")
+        refs = " ".join(f"[{n + 1}]({markdown_text(r)})" for n, r in enumerate(finding.references))
+        lines.append(f"- {label}: `{finding.rule}`: {markdown_text(finding.title)} {refs}")
         if finding.matched_by == "log":
-            lines += [f"  - log line {finding.line}:", "", "    ```text", f"    {_fence(finding.text)}", "    ```", ""]
+            lines += [f"  - log line {finding.line}:", "", "    ```text", f"    {fenced(finding.text)}", "    ```", ""]
         else:
             lines.append("  - matched by the cell's configuration (no telltale log line)")
-        lines += [f"  - why: {_md(finding.explanation)}", f"  - fix: {_md(finding.fix)}"]
+        lines += [f"  - why: {markdown_text(finding.explanation)}", f"  - fix: {markdown_text(finding.fix)}"]
     if diagnosis.unclassified:
-        lines += [_md(UNCLASSIFIED_HINT), "", "```text", *(_fence(t) for t in diagnosis.tail), "```"]
-    lines += [f"- ⚠️ {_md(w)}" for w in diagnosis.warnings]
+        lines += [markdown_text(UNCLASSIFIED_HINT), "", "```text", *(fenced(t) for t in diagnosis.tail), "```"]
+    lines += [f"- ⚠️ {markdown_text(w)}" for w in diagnosis.warnings]
     return [*lines, ""]
 
 
-def _md(text: str) -> str:
+def markdown_text(text: str) -> str:
     """Markdown-safe text from a log: no HTML, no link or table syntax injected."""
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+    return str(text).replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
 
 
-def _fence(text: str) -> str:
-    return text.replace("```", "`\u200b``")
+def fenced(text: str) -> str:
+    """A log line that cannot close the code fence it is shown in."""
+    return str(text).replace("```", "`\u200b``")
