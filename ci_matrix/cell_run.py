@@ -24,7 +24,8 @@ from ci_matrix.diagnose.engine import Diagnosis, diagnose
 from ci_matrix.diagnose.output import annotations_of, diagnosis_record, render_markdown, render_text
 from ci_matrix.edges import files, logs, process, workflow
 from ci_matrix.edges.preflight import Preflight, preflight
-from ci_matrix.errors import UsageError
+from ci_matrix.edges.setup import Provisioned
+from ci_matrix.errors import ExitCode, SetupFailed, UsageError
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class RunRequest:
     timeout: float | None = None
     check_tools: bool = True
     ignore_rules: tuple[str, ...] = ()
+    setup: bool = False  # install the cell's toolchains first (`ci-matrix setup`)
 
 
 def cell_id_of(text: str) -> str:
@@ -75,8 +77,26 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
     log_path = request.log or _default_path(env, cell.id, "log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     build_env = {**env, **dict(cell.env), "CI_MATRIX_CELL": cell.id}
-    checks = _preflight(cell, project, build_env) if request.check_tools else Preflight()
-    for warning in checks.warnings:
+    facts = derive(dict(cell.values), project.manifest.platforms)
+    record = request.diagnosis or _default_path(env, cell.id, "diagnosis.json")
+    provisioned = Provisioned()
+    try:
+        if request.setup:
+            from ci_matrix.cell_setup import provision
+
+            provisioned = provision(cell, project, env, lambda line: _say(out, line), github)
+            build_env = provisioned.apply(build_env)
+        checks = _preflight(cell, project, build_env) if request.check_tools else Preflight()
+        if request.setup and checks.mismatches:
+            raise SetupFailed("after setup, the toolchain that runs is not the one the cell asks for:\n"
+                              + "\n".join(f"  {m}" for m in checks.mismatches))
+    except SetupFailed as exc:
+        log_path.write_text(f"ci-matrix setup: {exc}\n", encoding="utf-8")
+        found = replace(_diagnose_file(log_path, rules, facts, cell.id, ExitCode.UNAVAILABLE),
+                        stage="setup", setup=provisioned.done, tail=tuple(f"ci-matrix setup: {exc}".splitlines()))
+        _report(found, record, env, out, err)
+        return ExitCode.UNAVAILABLE
+    for warning in (*provisioned.warnings, *checks.warnings):
         _say(out, workflow.command(workflow.Annotation("warning", warning, "ci-matrix preflight")) if github
              else f"ci-matrix: warning: {warning}")
     commands = (cell.command_for(request.command),) if request.command else cell.commands
@@ -84,11 +104,11 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
     deadline = time.monotonic() + request.timeout if request.timeout else None
     with log_path.open("wb") as log:
         result = _run_all(commands, build_env, cwd, out, log, deadline, github)
-    facts = derive(dict(cell.values), project.manifest.platforms)
     found = _diagnose_file(log_path, rules, facts, cell.id, result.exit_code)
-    found = replace(found, tools=dict(checks.tools), warnings=checks.warnings,
+    found = replace(found, tools=dict(checks.tools), warnings=(*provisioned.warnings, *checks.warnings),
+                    setup=provisioned.done,
                     tail=found.tail + ((f"(stopped: {result.stopped_by})",) if result.stopped_by else ()))
-    _report(found, request.diagnosis or _default_path(env, cell.id, "diagnosis.json"), env, out, err)
+    _report(found, record, env, out, err)
     return result.exit_code
 
 

@@ -62,8 +62,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--diagnosis", type=Path, default=None, help="diagnosis JSON file (default: beside the log)")
     run.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="stop the build after this long")
     run.add_argument("--no-preflight", action="store_true", help="do not check the tools before building")
+    run.add_argument("--setup", action="store_true",
+                     help="install the cell's toolchains first (ci-matrix setup); a mismatch then fails the cell")
     run.add_argument("--ignore-rule", action="append", default=[], metavar="ID")
     run.add_argument("build_command", nargs=argparse.REMAINDER, help="-- COMMAND...: run this instead")
+
+    setup = sub.add_parser("setup", help="install the toolchains that a cell's final values ask for")
+    setup.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST))
+    setup.add_argument("--cell", required=True, help="cell id, or the matrix entry as JSON")
+    setup.add_argument("--ignore-rule", action="append", default=[], metavar="ID")
+    setup.add_argument("--dry-run", action="store_true", help="only say what would be installed, and the cache key")
+    setup.add_argument("--format", choices=("text", "json", "shell"), default="text",
+                       help="shell: export lines for eval")
 
     diagnose = sub.add_parser("diagnose", help="scan build logs for known failures")
     diagnose.add_argument("logs", nargs="+", type=Path, metavar="LOG")
@@ -85,6 +95,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         "validate": commands.validate,
         "rules": commands.rules,
         "run": commands.run,
+        "setup": commands.setup,
         "diagnose": commands.diagnose,
         "action": commands.action,
     }

@@ -129,9 +129,17 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     request = RunRequest(
         manifest=args.manifest, cell=args.cell, command=command, log=args.log, diagnosis=args.diagnosis,
         timeout=args.timeout, check_tools=not args.no_preflight, ignore_rules=tuple(args.ignore_rule),
+        setup=args.setup,
     )
     out.flush()
     return run_cell(request, env, sys.stdout.buffer, sys.stderr)
+
+
+def setup(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`ci-matrix setup --cell ID`."""
+    from ci_matrix.cell_setup import setup_command
+
+    return setup_command(args.manifest, args.cell, args.ignore_rule, args.dry_run, args.format, env, out)
 
 
 def diagnose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:

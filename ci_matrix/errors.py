@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FAILED = 1  # a check failed: rules test, validate found problems in data, diagnose found failures
     USAGE = 64  # EX_USAGE: wrong command-line arguments, unknown cell
+    UNAVAILABLE = 69  # EX_UNAVAILABLE: a toolchain the cell asks for cannot be set up (before the build)
     CONFIG = 78  # EX_CONFIG: the manifest or a rule file is broken
     INTERNAL = 70  # EX_SOFTWARE: a bug in ci-matrix
 
@@ -47,6 +48,12 @@ class UsageError(CiMatrixError):
     """A wrong command-line argument, such as an unknown cell id."""
 
     exit_code = ExitCode.USAGE
+
+
+class SetupFailed(CiMatrixError):
+    """A toolchain that a cell asks for could not be set up, or is not what runs."""
+
+    exit_code = ExitCode.UNAVAILABLE
 
 
 class ConfigError(CiMatrixError):

@@ -28,6 +28,11 @@ def _cuda_version(text: str, catalog: Catalog, platforms: Mapping[str, Platform]
     return text
 
 
+def _release(text: str, catalog: Catalog, platforms: Mapping[str, Platform]) -> str:
+    parse_version(text)
+    return text
+
+
 def _cuda_arch(text: str, catalog: Catalog, platforms: Mapping[str, Platform]) -> str:
     arch = parse_arch(text)
     if arch.capability not in catalog.cuda_archs:
@@ -61,6 +66,7 @@ _CHECKS: dict[str, Callable[[str, Catalog, Mapping[str, Platform]], str]] = {
     "cuda-version": _cuda_version,
     "cuda-arch": _cuda_arch,
     "iree-target": _choice("IREE target", lambda c: c.iree_devices),
+    "iree-version": _release,
 }
 
 

@@ -226,9 +226,9 @@ def slug(text: str) -> str:
 
 #: The order of a cell id's parts; free-form axes follow in the build's order.
 ID_ORDER = ("build", "platform", "rust-toolchain", "rust-profile", "rust-target", "rust-features",
-            "rust-backend", "cuda-version", "cuda-arch", "iree-target")
+            "rust-backend", "cuda-version", "cuda-arch", "iree-target", "iree-version")
 _ID_KEYS = frozenset(ID_ORDER)
-_ID_PREFIX = {"rust-toolchain": "rust-", "cuda-version": "cuda-", "iree-target": "iree-"}
+_ID_PREFIX = {"rust-toolchain": "rust-", "cuda-version": "cuda-", "iree-target": "iree-", "iree-version": "iree-"}
 
 
 @cache
@@ -265,6 +265,6 @@ def cell_name(build: Build, values: Values) -> str:
     if found.get("cuda-version"):
         groups.append(f"cuda {found['cuda-version']} {found.get('cuda-arch', '')}".strip())
     if found.get("iree-target"):
-        groups.append(f"iree {found['iree-target']}")
+        groups.append(f"iree {found['iree-target']} {found.get('iree-version', '')}".strip())
     groups += [f"{k} {found[k]}" for k, _ in build.axes if k not in _ID_KEYS and k in found]
     return " · ".join(g for g in groups if g)

@@ -26,6 +26,7 @@ AXES = (
     "cuda-version",
     "cuda-arch",
     "iree-target",
+    "iree-version",
 )
 #: Facts a build states about itself: the libraries it uses, whether it runs GPU code.
 BUILD_FACTS = ("uses", "needs-gpu")
@@ -44,6 +45,7 @@ _TYPED: dict[str, Callable[[str], Any]] = {
     "rust-date": parse_date,
     "rust-version": parse_release,
     "cuda-version": parse_release,
+    "iree-version": parse_release,
     "cuda-arch": arch_order,
 }
 

@@ -30,7 +30,6 @@ class Build:
     working_directory: str = ""
     needs_gpu: bool = False
     uses: tuple[str, ...] = ()
-    iree_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -135,7 +134,6 @@ class _ManifestReader:
             working_directory=str(spec.get("working-directory", "")),
             needs_gpu=bool(spec.get("needs-gpu", False)),
             uses=tuple(sorted({str(u) for u in spec.get("uses", [])})),
-            iree_version=str(spec.get("iree", {}).get("version", "")),
         )
         self.check_new_cells(at, build)
         return build
@@ -220,4 +218,5 @@ _DOMAIN_AXES: tuple[tuple[str, str, str, list[str] | None], ...] = (
     ("cuda", "versions", "cuda-version", None),
     ("cuda", "archs", "cuda-arch", None),
     ("iree", "targets", "iree-target", None),
+    ("iree", "versions", "iree-version", None),
 )

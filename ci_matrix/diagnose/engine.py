@@ -55,6 +55,8 @@ class Diagnosis:
     log: str = ""
     tools: Mapping[str, str] = field(default_factory=dict)  # actual versions seen by preflight
     warnings: tuple[str, ...] = ()  # preflight warnings
+    setup: tuple[str, ...] = ()  # what `ci-matrix setup` installed or found
+    stage: str = "build"  # build | setup: where the cell failed
 
     @property
     def unclassified(self) -> bool:

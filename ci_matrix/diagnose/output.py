@@ -50,6 +50,8 @@ def diagnosis_record(diagnosis: Diagnosis) -> dict[str, Any]:
         "log": diagnosis.log,
         "tools": dict(diagnosis.tools),
         "warnings": list(diagnosis.warnings),
+        "setup": list(diagnosis.setup),
+        "stage": diagnosis.stage,
     }
 
 
@@ -59,6 +61,8 @@ def headline(diagnosis: Diagnosis) -> str:
     if diagnosis.outcome == "passed":
         return f"{who} passed"
     code = f" (exit {diagnosis.exit_code})" if diagnosis.exit_code is not None else ""
+    if diagnosis.stage == "setup":
+        return f"{who} failed before its build{code}: its toolchain could not be set up"
     if not diagnosis.findings:
         return f"{who} failed{code}: unclassified failure"
     return f"{who} failed{code}: known failure {diagnosis.findings[0].rule}"

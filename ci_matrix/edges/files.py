@@ -20,6 +20,7 @@ from ci_matrix.core.document import Document, did_you_mean, fast_load, parse_yam
 from ci_matrix.core.facts import known_facts
 from ci_matrix.core.knowledge import Rule, duplicate_ids, rules_from_document
 from ci_matrix.core.manifest import Manifest, manifest_from
+from ci_matrix.core.provision import Toolkits, toolkits_from
 from ci_matrix.errors import ConfigError, Problem, UsageError
 
 DEFAULT_MANIFEST = "ci-matrix.yml"
@@ -49,6 +50,13 @@ def catalog() -> Catalog:
     """The built-in catalog of platforms, toolkits, archs and targets."""
     text = (_PACKAGE / "data" / "catalog.yaml").read_text(encoding="utf-8")
     return catalog_from(fast_load(text))  # package data, checked against its schema by the tests
+
+
+@functools.cache
+def toolkits() -> Toolkits:
+    """Where `ci-matrix setup` gets each toolchain (`data/toolkits.yaml`)."""
+    text = (_PACKAGE / "data" / "toolkits.yaml").read_text(encoding="utf-8")
+    return toolkits_from(fast_load(text))  # package data, checked against its schema by the tests
 
 
 def builtin_rule_files() -> list[tuple[str, str]]:

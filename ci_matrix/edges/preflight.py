@@ -17,6 +17,7 @@ from ci_matrix.core.values import parse_arch, runs_on
 
 _PROBE_TIMEOUT = 60.0
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+)")
+_IREE_RELEASE = re.compile(r"compiler version (\d+\.\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Preflight:
 
     tools: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    mismatches: tuple[str, ...] = ()  # the warnings that say a toolchain is not what the cell asked for
 
 
 def probe(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
@@ -49,10 +51,11 @@ def preflight(values: Mapping[str, str], gpu: str, env: Mapping[str, str]) -> Pr
     if values.get("cuda-version"):
         _check_nvcc(values["cuda-version"], env, tools, warnings)
     if values.get("iree-target"):
-        _check_iree(env, tools, warnings)
+        _check_iree(values.get("iree-version", ""), env, tools, warnings)
+    mismatches = tuple(warnings)
     if gpu == "nvidia" or values.get("needs-gpu") == "true":
         _check_gpu(values.get("cuda-arch", ""), env, tools, warnings)
-    return Preflight(tools, tuple(warnings))
+    return Preflight(tools, tuple(warnings), mismatches)
 
 
 def _check_rust(toolchain: str, env: Mapping[str, str], tools: dict[str, str], warnings: list[str]) -> None:
@@ -78,12 +81,16 @@ def _check_nvcc(version: str, env: Mapping[str, str], tools: dict[str, str], war
                         "set up that toolkit first, or the build tests another toolkit than the cell says")
 
 
-def _check_iree(env: Mapping[str, str], tools: dict[str, str], warnings: list[str]) -> None:
+def _check_iree(version: str, env: Mapping[str, str], tools: dict[str, str], warnings: list[str]) -> None:
     code, text = probe(["iree-compile", "--version"], env)
     if code != 0:
         warnings.append("the cell compiles with IREE but iree-compile is not on PATH (pip install iree-base-compiler)")
         return
-    tools["iree-compile"] = _first_line(text)
+    found = _IREE_RELEASE.search(text)
+    tools["iree-compile"] = found[1] if found else _first_line(text)
+    if version and (found is None or found[1] != version):
+        warnings.append(f"the cell asks for IREE {version} but iree-compile on PATH is "
+                        f"{found[1] if found else 'of an unknown version'}")
 
 
 def _check_gpu(arch_text: str, env: Mapping[str, str], tools: dict[str, str], warnings: list[str]) -> None:

@@ -1,0 +1,365 @@
+"""`ci-matrix setup`: install the toolchains a cell's final values ask for.
+
+- Rust through rustup: the exact toolchain (dated nightlies included), the backend's
+  components and the target; the build then runs with `RUSTUP_TOOLCHAIN` set.
+- CUDA: an nvcc of the cell's release in a folder of its own (PyPI wheels for 13.x; for
+  11.x/12.x Debian's compiler package, checked against its sha256, plus PyPI headers),
+  first on `PATH`, with `CUDA_HOME`/`CUDA_PATH`.
+- IREE: iree-base-compiler and -runtime of the cell's release in a virtual environment.
+
+Everything lands under one tools folder (`CI_MATRIX_TOOLS`, else the runner's tool cache,
+else `~/.cache/ci-matrix/tools`), one finished folder per toolchain with a marker file
+written last: a second setup of the same cell installs nothing, and the action caches
+that folder between runs. A toolchain that cannot be installed raises SetupError: the
+cell fails before its build, never with whatever the runner happens to have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ci_matrix.core.provision import CudaSource, DebianPackage, Needs, RustNeeds
+
+Say = Callable[[str], None]
+_MARKER = ".ci-matrix-setup.json"
+_TIMEOUT = 1800.0  # one download or install step
+_GCC_MAJOR = re.compile(r"^(\d+)\.")
+
+
+class SetupError(Exception):
+    """A toolchain could not be installed; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    """What the build's environment needs to use what setup installed."""
+
+    path: tuple[str, ...] = ()  # folders to put first on PATH, in this order
+    env: Mapping[str, str] = field(default_factory=dict)
+    done: tuple[str, ...] = ()  # what happened, one line per toolchain
+    warnings: tuple[str, ...] = ()
+
+    def apply(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` with these folders first on PATH and these variables set."""
+        path = os.pathsep.join([*self.path, env.get("PATH", os.defpath)]) if self.path else env.get("PATH", "")
+        return {**env, **self.env, **({"PATH": path} if self.path else {})}
+
+
+def tools_root(env: Mapping[str, str]) -> Path:
+    """Where toolchains are installed (and what the action caches)."""
+    if env.get("CI_MATRIX_TOOLS"):
+        return Path(env["CI_MATRIX_TOOLS"])
+    if env.get("RUNNER_TOOL_CACHE"):
+        return Path(env["RUNNER_TOOL_CACHE"]) / "ci-matrix"
+    cache = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return cache / "ci-matrix" / "tools"
+
+
+def setup(needs: Needs, env: Mapping[str, str], root: Path, say: Say) -> Provisioned:
+    """Install what `needs` asks for; raises SetupError with the first toolchain that fails."""
+    steps: list[Provisioned] = []
+    if needs.rust is not None:
+        steps.append(_rust(needs.rust, env, say))
+    if needs.cuda is not None:
+        steps.append(_cuda(needs.cuda, root, env, say))
+    if needs.iree:
+        steps.append(_iree(needs.iree, needs.iree_packages, root, env, say))
+    return Provisioned(
+        path=tuple(p for s in steps for p in s.path),
+        env={k: v for s in steps for k, v in s.env.items()},
+        done=tuple(d for s in steps for d in s.done),
+        warnings=tuple(w for s in steps for w in s.warnings),
+    )
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str], say: Say | None = None) -> tuple[int, str]:
+    """Run a setup command; its output goes to `say` line by line (when given) and is returned."""
+    if say is not None:
+        say("$ " + " ".join(argv))
+    try:
+        done = subprocess.run(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=_TIMEOUT, check=False)
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: not found"
+    except subprocess.TimeoutExpired:
+        return 124, f"{argv[0]}: no result after {_TIMEOUT:.0f} s"
+    text = done.stdout.decode("utf-8", errors="replace")
+    if say is not None:
+        for line in text.splitlines():
+            say("  " + line)
+    return done.returncode, text
+
+
+def _tail(text: str, lines: int = 6) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return "\n".join("    " + line for line in kept)
+
+
+# --- Rust --------------------------------------------------------------------------------
+
+
+def _rust(needs: RustNeeds, env: Mapping[str, str], say: Say) -> Provisioned:
+    rustup = shutil.which("rustup", path=env.get("PATH"))
+    if rustup is None:
+        raise SetupError(f"Rust {needs.toolchain}: rustup is not on PATH; install rustup (https://rustup.rs) first")
+    quiet = {**env, "RUSTUP_AUTO_INSTALL": "0"}
+    tc = needs.toolchain
+    code, version = _run([rustup, "run", tc, "rustc", "--version"], quiet)
+    done = []
+    if code != 0:
+        argv = [rustup, "toolchain", "install", tc, "--profile", "minimal", "--no-self-update"]
+        for component in needs.components:
+            argv += ["--component", component]
+        for target in needs.targets:
+            argv += ["--target", target]
+        code, text = _run(argv, env, say)
+        if code != 0:
+            raise SetupError(f"rustup could not install Rust {tc} (exit {code}):\n{_tail(text)}")
+        done.append(f"Rust {tc}: installed with rustup")
+    else:
+        done.append(f"Rust {tc}: already installed ({version.strip()})")
+        _rust_add(rustup, tc, "component", needs.components, quiet, env, say, done)
+        _rust_add(rustup, tc, "target", needs.targets, quiet, env, say, done)
+    return Provisioned(env={"RUSTUP_TOOLCHAIN": tc}, done=tuple(done))
+
+
+def _rust_add(rustup: str, tc: str, kind: str, wanted: Sequence[str], quiet: Mapping[str, str],
+              env: Mapping[str, str], say: Say, done: list[str]) -> None:
+    if not wanted:
+        return
+    code, text = _run([rustup, kind, "list", "--installed", "--toolchain", tc], quiet)
+    installed = text.split() if code == 0 else []
+    missing = [w for w in wanted if not any(_same_component(w, i) for i in installed)]
+    if not missing:
+        return
+    code, text = _run([rustup, kind, "add", "--toolchain", tc, *missing], env, say)
+    if code != 0:
+        raise SetupError(f"rustup could not add {kind} {', '.join(missing)} to Rust {tc} (exit {code}):\n{_tail(text)}")
+    done.append(f"Rust {tc}: added {kind} {', '.join(missing)}")
+
+
+def _same_component(wanted: str, installed: str) -> bool:
+    """rustup lists installed components with their target (and without `-preview`)."""
+    names = {wanted, wanted.removesuffix("-preview")}
+    return installed in names or any(installed.startswith(n + "-") for n in names)
+
+
+# --- CUDA --------------------------------------------------------------------------------
+
+
+def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
+    folder = root / "cuda" / source.version
+    recipe = asdict(source)
+    done = f"CUDA {source.version}: already set up in {folder}"
+    if not _finished(folder, recipe):
+        with _building(folder) as work:
+            say(f"ci-matrix setup: CUDA {source.version} into {folder}")
+            _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
+            if source.debian is not None:
+                _assemble_from_debian(source.debian, work, say)
+                shutil.rmtree(work / "pypi")  # its headers and libraries are in the toolkit now
+            else:
+                _link_targets(work / "pypi" / source.root)
+            _finish(work, recipe)
+        done = f"CUDA {source.version}: set up in {folder}"
+    home = folder / "toolkit" if source.debian is not None else folder / "pypi" / source.root
+    warnings = _host_compiler(source, env)
+    cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc")}
+    return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(done,), warnings=warnings)
+
+
+def _link_targets(home: Path) -> None:
+    """The wheels' nvcc.profile looks for libraries under targets/<arch>-linux, as a
+    toolkit installed by NVIDIA's packages has them."""
+    arch = {"aarch64": "sbsa"}.get(os.uname().machine, os.uname().machine)
+    target = home / "targets" / f"{arch}-linux"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("include", "lib"):
+        if not (target / name).exists():
+            (target / name).symlink_to(Path("..") / ".." / name)
+    if not (home / "lib64").exists():
+        (home / "lib64").symlink_to("lib")
+
+
+_DEB_TOOLS = ("cudafe++", "ptxas", "fatbinary", "nvlink", "bin2c", "cuobjdump", "nvdisasm", "nvprune", "cu++filt")
+_PROFILE = """\
+TOP              = $(_HERE_)/..
+NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice
+LD_LIBRARY_PATH += $(TOP)/lib:
+PATH            += $(TOP)/nvvm/bin:$(_HERE_):
+INCLUDES        +=  "-I$(TOP)/include" $(_SPACE_)
+LIBRARIES        =+ $(_SPACE_) "-L$(TOP)/lib/stubs" "-L$(TOP)/lib"
+CUDAFE_FLAGS    +=
+PTXAS_FLAGS     +=
+"""
+
+
+def _assemble_from_debian(deb: DebianPackage, work: Path, say: Say) -> None:
+    """A relocatable toolkit root from Debian's compiler package and the PyPI headers."""
+    say(f"  downloading {deb.url}")
+    data = _download(deb.url, deb.sha256)
+    home = work / "toolkit"
+    for sub in ("bin", "nvvm/bin", "nvvm/libdevice", "include", "lib"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    lib = PurePosixPath("usr/lib/nvidia-cuda-toolkit")
+    wanted = {lib / "bin" / "nvcc": "bin/nvcc", lib / "bin" / "cicc": "nvvm/bin/cicc",
+              lib / "libdevice" / "libdevice.10.bc": "nvvm/libdevice/libdevice.10.bc"}
+    wanted.update({PurePosixPath("usr/bin") / tool: f"bin/{tool}" for tool in _DEB_TOOLS})
+    found = _extract_deb(data, wanted, {lib / "bin" / "crt": "bin/crt"}, home)
+    for must in ("bin/nvcc", "nvvm/bin/cicc", "bin/cudafe++", "bin/ptxas", "bin/fatbinary"):
+        if must not in found:
+            raise SetupError(f"{deb.url} has no {must}: not the compiler package ci-matrix expects")
+    (home / "bin" / "nvcc.profile").write_text(_PROFILE, encoding="utf-8")
+    wheels = work / "pypi" / "nvidia"
+    for part in ("cuda_runtime", "cuda_nvcc"):
+        _copy_tree(wheels / part / "include", home / "include")
+    _copy_tree(wheels / "cuda_runtime" / "lib", home / "lib")
+    for shared in (home / "lib").glob("libcudart.so.*"):
+        link = home / "lib" / "libcudart.so"
+        if not link.exists():
+            link.symlink_to(shared.name)
+
+
+def _download(url: str, sha256: str) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=120) as response:
+            data: bytes = response.read()
+    except OSError as exc:
+        raise SetupError(f"cannot download {url}: {exc}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha256:
+        raise SetupError(f"{url} has sha256 {digest}, expected {sha256}: refusing to use it")
+    return data
+
+
+def _extract_deb(deb: bytes, files: Mapping[PurePosixPath, str], trees: Mapping[PurePosixPath, str],
+                 home: Path) -> set[str]:
+    """Copy the named files and folders out of a .deb's data archive (an `ar` archive)."""
+    found: set[str] = set()
+    with tarfile.open(fileobj=io.BytesIO(_ar_member(deb, "data.tar"))) as data:
+        for member in data:
+            name = PurePosixPath(member.name.removeprefix("./"))
+            dest = files.get(name)
+            if dest is None:
+                dest = next((f"{d}/{name.relative_to(t)}" for t, d in trees.items() if name.is_relative_to(t)), None)
+            if dest is None or not member.isfile():
+                continue
+            source = data.extractfile(member)
+            assert source is not None
+            target = home / dest
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read())
+            target.chmod(0o755 if member.mode & 0o111 else 0o644)
+            found.add(dest)
+    return found
+
+
+def _ar_member(archive: bytes, prefix: str) -> bytes:
+    """The first member of an `ar` archive whose name starts with `prefix`."""
+    if not archive.startswith(b"!<arch>\n"):
+        raise SetupError("not a Debian package (no ar header)")
+    at = 8
+    while at + 60 <= len(archive):
+        header = archive[at:at + 60]
+        name, size = header[:16].decode().strip().rstrip("/"), int(header[48:58].decode().strip())
+        if name.startswith(prefix):
+            return archive[at + 60:at + 60 + size]
+        at += 60 + size + (size % 2)
+    raise SetupError(f"the Debian package has no {prefix}.* member")
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+
+
+def _host_compiler(source: CudaSource, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Warn when the runner's g++ is newer than this nvcc accepts."""
+    if not source.host_gcc:
+        return ()
+    _code, text = _run(["g++", "-dumpfullversion"], env)
+    found = _GCC_MAJOR.match(text.strip() + ".")
+    if found is None or int(found[1]) <= source.host_gcc:
+        return ()
+    return (f"CUDA {source.version}'s nvcc accepts GCC {source.host_gcc} at most and the runner's g++ is "
+            f"{text.strip()}: builds stop with 'unsupported GNU version' unless the cell passes "
+            f"-ccbin g++-{source.host_gcc} (when installed) or -allow-unsupported-compiler",)
+
+
+# --- IREE --------------------------------------------------------------------------------
+
+
+def _iree(version: str, packages: Sequence[str], root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
+    folder = root / "iree" / version
+    recipe = {"version": version, "packages": list(packages)}
+    done = f"IREE {version}: already set up in {folder}"
+    if not _finished(folder, recipe):
+        with _building(folder) as work:
+            say(f"ci-matrix setup: IREE {version} into {folder}")
+            code, text = _run([sys.executable, "-m", "venv", str(work / "venv")], env, say)
+            if code != 0:
+                raise SetupError(f"cannot create a virtual environment for IREE {version}:\n{_tail(text)}")
+            python = work / "venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
+            _pip([str(python), "-m", "pip", "install"], [f"{p}=={version}" for p in packages], env, say,
+                 f"IREE {version}")
+            _finish(work, recipe)
+        done = f"IREE {version}: set up in {folder}"
+    scripts = folder / "venv" / ("Scripts" if os.name == "nt" else "bin")
+    return Provisioned(path=(str(scripts),), done=(done,))
+
+
+def _pip_target(requirements: Sequence[str], target: Path, env: Mapping[str, str], say: Say, what: str) -> None:
+    _pip([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target)], requirements, env, say, what)
+
+
+def _pip(argv: Sequence[str], requirements: Sequence[str], env: Mapping[str, str], say: Say, what: str) -> None:
+    quiet = {**env, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    code, text = _run([*argv, "--quiet", "--only-binary", ":all:", *requirements], quiet, say)
+    if code != 0:
+        raise SetupError(f"pip could not install {what} ({' '.join(requirements)}), exit {code}:\n{_tail(text)}")
+
+
+# --- finished folders ----------------------------------------------------------------------
+
+
+def _finished(folder: Path, recipe: Mapping[str, object]) -> bool:
+    try:
+        return bool(json.loads((folder / _MARKER).read_text(encoding="utf-8")) == json.loads(json.dumps(recipe)))
+    except (OSError, ValueError):
+        return False
+
+
+class _building:
+    """Build a toolchain folder in place (virtual environments cannot move); an unfinished
+    folder, without its marker, is removed first and after a failure."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def __enter__(self) -> Path:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
+        return self.folder
+
+    def __exit__(self, kind: object, value: object, trace: object) -> None:
+        if kind is not None or not (self.folder / _MARKER).is_file():
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _finish(work: Path, recipe: Mapping[str, object]) -> None:
+    (work / _MARKER).write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
