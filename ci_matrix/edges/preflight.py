@@ -9,6 +9,7 @@ run fails later with "no kernel image is available for execution on the device".
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from ci_matrix.core.values import parse_arch, runs_on
 
 _PROBE_TIMEOUT = 60.0
-_NVCC_RELEASE = re.compile(r"release (\d+\.\d+)")
+_NVCC_RELEASE = re.compile(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?")
 _IREE_RELEASE = re.compile(r"compiler version (\d+\.\d+(?:\.\d+)?)")
 
 
@@ -75,7 +76,10 @@ def _check_nvcc(version: str, env: Mapping[str, str], tools: dict[str, str], war
     if found is None:
         warnings.append(f"the cell asks for CUDA {version} but no nvcc is on PATH")
         return
-    tools["nvcc"] = found[1]
+    tools["nvcc"] = found[2] or found[1]
+    where = shutil.which("nvcc", path=env.get("PATH"))
+    if where:
+        tools["nvcc-path"] = where
     if found[1] != ".".join(version.split(".")[:2]):
         warnings.append(f"the cell asks for CUDA {version} but nvcc on PATH is CUDA {found[1]}: "
                         "set up that toolkit first, or the build tests another toolkit than the cell says")

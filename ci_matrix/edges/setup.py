@@ -178,9 +178,9 @@ def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> P
             _finish(work, recipe)
         done = f"CUDA {source.version}: set up in {folder}"
     home = folder / "toolkit" if source.debian is not None else folder / "pypi" / source.root
-    warnings = _host_compiler(source, env)
-    cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc")}
-    return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(done,), warnings=warnings)
+    host = _host_compiler(source, env)
+    cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc"), **host.env}
+    return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(done, *host.done), warnings=host.warnings)
 
 
 def _link_targets(home: Path) -> None:
@@ -288,17 +288,25 @@ def _copy_tree(source: Path, dest: Path) -> None:
         shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
 
 
-def _host_compiler(source: CudaSource, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Warn when the runner's g++ is newer than this nvcc accepts."""
+def _host_compiler(source: CudaSource, env: Mapping[str, str]) -> Provisioned:
+    """nvcc refuses a host g++ newer than it knows ('unsupported GNU version'): when the
+    runner's g++ is too new, use an older g++-N that is installed, else say what to do."""
     if not source.host_gcc:
-        return ()
-    _code, text = _run(["g++", "-dumpfullversion"], env)
-    found = _GCC_MAJOR.match(text.strip() + ".")
+        return Provisioned()
+    found = _GCC_MAJOR.match(_run(["g++", "-dumpfullversion"], env)[1].strip() + ".")
     if found is None or int(found[1]) <= source.host_gcc:
-        return ()
-    return (f"CUDA {source.version}'s nvcc accepts GCC {source.host_gcc} at most and the runner's g++ is "
-            f"{text.strip()}: builds stop with 'unsupported GNU version' unless the cell passes "
-            f"-ccbin g++-{source.host_gcc} (when installed) or -allow-unsupported-compiler",)
+        return Provisioned()
+    for major in range(source.host_gcc, source.host_gcc - 4, -1):
+        compiler = shutil.which(f"g++-{major}", path=env.get("PATH"))
+        if compiler is not None:
+            flags = " ".join(f for f in (f"-ccbin={compiler}", env.get("NVCC_PREPEND_FLAGS", "")) if f)
+            return Provisioned(env={"NVCC_PREPEND_FLAGS": flags},
+                               done=(f"CUDA {source.version}: host compiler {compiler} (the runner's g++ "
+                                     f"{found[1]} is newer than this nvcc accepts)",))
+    return Provisioned(warnings=(
+        f"CUDA {source.version}'s nvcc accepts GCC {source.host_gcc} at most and the runner's g++ is GCC "
+        f"{found[1]}: builds stop with 'unsupported GNU version'. Install g++-{source.host_gcc} "
+        f"(sudo apt-get install g++-{source.host_gcc}; setup then uses it) or pass -allow-unsupported-compiler",))
 
 
 # --- IREE --------------------------------------------------------------------------------
