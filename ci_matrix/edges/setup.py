@@ -16,6 +16,7 @@ cell fails before its build, never with whatever the runner happens to have.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -26,9 +27,14 @@ import subprocess
 import sys
 import tarfile
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+
+try:
+    import fcntl
+except ImportError:  # Windows: one job per machine
+    fcntl = None  # type: ignore[assignment]
 
 from ci_matrix.core.provision import CudaSource, DebianPackage, Needs, RustNeeds
 
@@ -165,18 +171,18 @@ def _same_component(wanted: str, installed: str) -> bool:
 def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
     folder = root / "cuda" / source.version
     recipe = asdict(source)
-    done = f"CUDA {source.version}: already set up in {folder}"
-    if not _finished(folder, recipe):
-        with _building(folder) as work:
-            say(f"ci-matrix setup: CUDA {source.version} into {folder}")
-            _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
-            if source.debian is not None:
-                _assemble_from_debian(source.debian, work, say)
-                shutil.rmtree(work / "pypi")  # its headers and libraries are in the toolkit now
-            else:
-                _link_targets(work / "pypi" / source.root)
-            _finish(work, recipe)
-        done = f"CUDA {source.version}: set up in {folder}"
+
+    def build(work: Path) -> None:
+        say(f"ci-matrix setup: CUDA {source.version} into {folder}")
+        _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
+        if source.debian is not None:
+            _assemble_from_debian(source.debian, work, say)
+            shutil.rmtree(work / "pypi")  # its headers and libraries are in the toolkit now
+        else:
+            _link_targets(work / "pypi" / source.root)
+
+    built = _ensure(folder, recipe, build)
+    done = f"CUDA {source.version}: {'set up' if built else 'already set up'} in {folder}"
     home = folder / "toolkit" if source.debian is not None else folder / "pypi" / source.root
     host = _host_compiler(source, env)
     cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc"), **host.env}
@@ -314,20 +320,18 @@ def _host_compiler(source: CudaSource, env: Mapping[str, str]) -> Provisioned:
 
 def _iree(version: str, packages: Sequence[str], root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
     folder = root / "iree" / version
-    recipe = {"version": version, "packages": list(packages)}
-    done = f"IREE {version}: already set up in {folder}"
-    if not _finished(folder, recipe):
-        with _building(folder) as work:
-            say(f"ci-matrix setup: IREE {version} into {folder}")
-            code, text = _run([sys.executable, "-m", "venv", str(work / "venv")], env, say)
-            if code != 0:
-                raise SetupError(f"cannot create a virtual environment for IREE {version}:\n{_tail(text)}")
-            python = work / "venv" / ("Scripts" if os.name == "nt" else "bin") / "python"
-            _pip([str(python), "-m", "pip", "install"], [f"{p}=={version}" for p in packages], env, say,
-                 f"IREE {version}")
-            _finish(work, recipe)
-        done = f"IREE {version}: set up in {folder}"
     scripts = folder / "venv" / ("Scripts" if os.name == "nt" else "bin")
+
+    def build(work: Path) -> None:
+        say(f"ci-matrix setup: IREE {version} into {folder}")
+        code, text = _run([sys.executable, "-m", "venv", str(work / "venv")], env, say)
+        if code != 0:
+            raise SetupError(f"cannot create a virtual environment for IREE {version}:\n{_tail(text)}")
+        _pip([str(scripts / "python"), "-m", "pip", "install"], [f"{p}=={version}" for p in packages], env, say,
+             f"IREE {version}")
+
+    built = _ensure(folder, {"version": version, "packages": list(packages)}, build)
+    done = f"IREE {version}: {'set up' if built else 'already set up'} in {folder}"
     return Provisioned(path=(str(scripts),), done=(done,))
 
 
@@ -345,29 +349,38 @@ def _pip(argv: Sequence[str], requirements: Sequence[str], env: Mapping[str, str
 # --- finished folders ----------------------------------------------------------------------
 
 
+def _ensure(folder: Path, recipe: Mapping[str, object], build: Callable[[Path], None]) -> bool:
+    """Build `folder` unless a finished one with the same recipe is there; True when built.
+
+    The folder is built in place (virtual environments cannot move), under a lock so that
+    parallel jobs on one machine do not build it twice; the marker file is written last,
+    so an interrupted build is started again.
+    """
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(folder.with_name(folder.name + ".lock")):
+        if _finished(folder, recipe):
+            return False
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        try:
+            build(folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        (folder / _MARKER).write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
+        return True
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def _finished(folder: Path, recipe: Mapping[str, object]) -> bool:
     try:
         return bool(json.loads((folder / _MARKER).read_text(encoding="utf-8")) == json.loads(json.dumps(recipe)))
     except (OSError, ValueError):
         return False
-
-
-class _building:
-    """Build a toolchain folder in place (virtual environments cannot move); an unfinished
-    folder, without its marker, is removed first and after a failure."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def __enter__(self) -> Path:
-        shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True)
-        return self.folder
-
-    def __exit__(self, kind: object, value: object, trace: object) -> None:
-        if kind is not None or not (self.folder / _MARKER).is_file():
-            shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _finish(work: Path, recipe: Mapping[str, object]) -> None:
-    (work / _MARKER).write_text(json.dumps(recipe, indent=2) + "\n", encoding="utf-8")
