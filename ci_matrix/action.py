@@ -65,6 +65,7 @@ def run_command(env: Mapping[str, str], out: TextIO) -> int:
         cell=cell,
         diagnosis=folder / f"{cell_id_of(cell)}.json",
         timeout=float(timeout) if timeout else None,
+        setup=_input(env, "setup", "true") == "true",
     )
     out.flush()
     return run_cell(request, env, sys.stdout.buffer, sys.stderr)

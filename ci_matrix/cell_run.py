@@ -86,6 +86,8 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
 
             provisioned = provision(cell, project, env, lambda line: _say(out, line), github)
             build_env = provisioned.apply(build_env)
+            if github:  # later steps of the job (tests, packaging) use the same toolchains
+                export_to_job(provisioned, env, err)
         checks = _preflight(cell, project, build_env) if request.check_tools else Preflight()
         if request.setup and checks.mismatches:
             raise SetupFailed("after setup, the toolchain that runs is not the one the cell asks for:\n"
@@ -110,6 +112,12 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
                     tail=found.tail + ((f"(stopped: {result.stopped_by})",) if result.stopped_by else ()))
     _report(found, record, env, out, err)
     return result.exit_code
+
+
+def export_to_job(done: Provisioned, env: Mapping[str, str], err: TextIO) -> None:
+    """Put what setup installed on the PATH and environment of the job's later steps."""
+    workflow.append_file(env.get("GITHUB_PATH"), "".join(f"{p}\n" for p in reversed(done.path)), err)
+    workflow.append_file(env.get("GITHUB_ENV"), workflow.env_text(dict(done.env)), err)
 
 
 def _preflight(cell: Cell, project: files.Project, env: Mapping[str, str]) -> Preflight:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ci_matrix.cell_run import resolve
+from ci_matrix.cell_run import export_to_job, resolve
 from ci_matrix.core.cells import Cell
 from ci_matrix.core.provision import Needs, Unavailable, cache_key, describe, needs_of
 from ci_matrix.edges import files, workflow
-from ci_matrix.edges.setup import Provisioned, SetupError, setup, tools_root
+from ci_matrix.edges.setup import Provisioned, SetupError, cached_folders, setup, tools_root
 from ci_matrix.errors import ExitCode, SetupFailed
 
 
@@ -66,15 +66,15 @@ def setup_command(manifest: Path, cell_text: str, ignore: Sequence[str], dry_run
     root = tools_root(env)
     github = env.get("GITHUB_ACTIONS") == "true"
     if github:
-        workflow.append_file(env.get("GITHUB_OUTPUT"), workflow.outputs_text({"cache-key": key, "tools": str(root)}),
-                             out)
+        paths = "\n".join(str(p) for p in cached_folders(needs, root))
+        outputs = {"cache-key": key, "tools": str(root), "paths": paths}
+        workflow.append_file(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), out)
     if dry_run:
         return _print_plan(cell.id, needs, key, root, fmt, out)
     progress = out if fmt == "text" else sys.stderr  # json and shell output stay parseable
     done = provision(cell, project, env, lambda line: print(line, file=progress, flush=True), github)
     if github:
-        workflow.append_file(env.get("GITHUB_PATH"), "".join(f"{p}\n" for p in reversed(done.path)), out)
-        workflow.append_file(env.get("GITHUB_ENV"), workflow.outputs_text(dict(done.env)), out)
+        export_to_job(done, env, sys.stderr)
     for warning in done.warnings:
         print(workflow.command(workflow.Annotation("warning", warning, "ci-matrix setup")) if github
               else f"ci-matrix: warning: {warning}", file=out)

@@ -73,6 +73,16 @@ def tools_root(env: Mapping[str, str]) -> Path:
     return cache / "ci-matrix" / "tools"
 
 
+def cached_folders(needs: Needs, root: Path) -> list[Path]:
+    """The folders that setup fills for `needs` (what the action caches; rustup keeps its own)."""
+    return ([_folder(root, "cuda", needs.cuda.version)] if needs.cuda else []) + (
+        [_folder(root, "iree", needs.iree)] if needs.iree else [])
+
+
+def _folder(root: Path, kind: str, version: str) -> Path:
+    return root / kind / version
+
+
 def setup(needs: Needs, env: Mapping[str, str], root: Path, say: Say) -> Provisioned:
     """Install what `needs` asks for; raises SetupError with the first toolchain that fails."""
     steps: list[Provisioned] = []
@@ -169,7 +179,7 @@ def _same_component(wanted: str, installed: str) -> bool:
 
 
 def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
-    folder = root / "cuda" / source.version
+    folder = _folder(root, "cuda", source.version)
     recipe = asdict(source)
 
     def build(work: Path) -> None:
@@ -184,7 +194,7 @@ def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> P
     built = _ensure(folder, recipe, build)
     done = f"CUDA {source.version}: {'set up' if built else 'already set up'} in {folder}"
     home = folder / "toolkit" if source.debian is not None else folder / "pypi" / source.root
-    host = _host_compiler(source, env)
+    host = _host_compiler(source, env, say)
     cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc"), **host.env}
     return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(done, *host.done), warnings=host.warnings)
 
@@ -294,32 +304,45 @@ def _copy_tree(source: Path, dest: Path) -> None:
         shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
 
 
-def _host_compiler(source: CudaSource, env: Mapping[str, str]) -> Provisioned:
+def _host_compiler(source: CudaSource, env: Mapping[str, str], say: Say) -> Provisioned:
     """nvcc refuses a host g++ newer than it knows ('unsupported GNU version'): when the
-    runner's g++ is too new, use an older g++-N that is installed, else say what to do."""
+    runner's g++ is too new, use an older g++-N that is installed; on a GitHub runner, install
+    g++-N with apt (GitHub's Ubuntu images have passwordless sudo); else say what to do."""
     if not source.host_gcc:
         return Provisioned()
     found = _GCC_MAJOR.match(_run(["g++", "-dumpfullversion"], env)[1].strip() + ".")
     if found is None or int(found[1]) <= source.host_gcc:
         return Provisioned()
-    for major in range(source.host_gcc, source.host_gcc - 4, -1):
-        compiler = shutil.which(f"g++-{major}", path=env.get("PATH"))
-        if compiler is not None:
-            flags = " ".join(f for f in (f"-ccbin={compiler}", env.get("NVCC_PREPEND_FLAGS", "")) if f)
-            return Provisioned(env={"NVCC_PREPEND_FLAGS": flags},
-                               done=(f"CUDA {source.version}: host compiler {compiler} (the runner's g++ "
-                                     f"{found[1]} is newer than this nvcc accepts)",))
+    compiler = _older_gxx(source.host_gcc, env)
+    if compiler is None and env.get("GITHUB_ACTIONS") == "true" and shutil.which("apt-get", path=env.get("PATH")):
+        sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
+        _run([*sudo, "apt-get", "install", "-y", "-q", "--no-install-recommends", f"g++-{source.host_gcc}"],
+             {**env, "DEBIAN_FRONTEND": "noninteractive"}, say)
+        compiler = _older_gxx(source.host_gcc, env)
+    if compiler is not None:
+        flags = " ".join(f for f in (f"-ccbin={compiler}", env.get("NVCC_PREPEND_FLAGS", "")) if f)
+        return Provisioned(env={"NVCC_PREPEND_FLAGS": flags},
+                           done=(f"CUDA {source.version}: host compiler {compiler} (the runner's g++ "
+                                 f"{found[1]} is newer than this nvcc accepts)",))
     return Provisioned(warnings=(
         f"CUDA {source.version}'s nvcc accepts GCC {source.host_gcc} at most and the runner's g++ is GCC "
         f"{found[1]}: builds stop with 'unsupported GNU version'. Install g++-{source.host_gcc} "
         f"(sudo apt-get install g++-{source.host_gcc}; setup then uses it) or pass -allow-unsupported-compiler",))
 
 
+def _older_gxx(newest: int, env: Mapping[str, str]) -> str | None:
+    for major in range(newest, newest - 4, -1):
+        compiler = shutil.which(f"g++-{major}", path=env.get("PATH"))
+        if compiler is not None:
+            return compiler
+    return None
+
+
 # --- IREE --------------------------------------------------------------------------------
 
 
 def _iree(version: str, packages: Sequence[str], root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
-    folder = root / "iree" / version
+    folder = _folder(root, "iree", version)
     scripts = folder / "venv" / ("Scripts" if os.name == "nt" else "bin")
 
     def build(work: Path) -> None:

@@ -59,6 +59,7 @@ class ActRun:
     artifacts: Path
     api: ApiServer
     log: Path  # act's --json output, kept for whoever reads a failure
+    cache_log: Path  # what the actions/cache stand-in was asked to cache
 
     def top_steps(self, job_id: str) -> list[dict[str, Any]]:
         """Results of the top-level Main steps of a job (a matrix job: of all its cells)."""
@@ -117,7 +118,7 @@ def _copy_repo(dest: Path) -> None:
     _git(dest, "remote", "add", "origin", f"https://github.com/{SLUG}")
 
 
-def _act_argv(act: str, work: Path, api: ApiServer) -> list[str]:
+def _act_argv(act: str, work: Path, api: ApiServer, tools: Path) -> list[str]:
     return [
         act,
         "pull_request",
@@ -140,8 +141,15 @@ def _act_argv(act: str, work: Path, api: ApiServer) -> list[str]:
         f"actions/upload-artifact@v6={STUBS / 'upload-artifact'}",
         "--local-repository",
         f"actions/download-artifact@v7={STUBS / 'download-artifact'}",
+        "--local-repository",
+        f"actions/cache@v4={STUBS / 'cache'}",
         "--env",
         f"ACT_ARTIFACT_DIR={work / 'artifacts'}",
+        "--env",
+        f"ACT_CACHE_LOG={work / 'cache.jsonl'}",
+        # Toolchains that `setup` installs are kept between test runs (as actions/cache would).
+        "--env",
+        f"CI_MATRIX_TOOLS={tools}",
         "--env",
         f"GITHUB_API_URL={api.base_url}",
         "--var",
@@ -164,7 +172,11 @@ def _host_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def act_run(tmp_path_factory: pytest.TempPathFactory, github_api_description: spec.ApiDescription) -> Iterator[ActRun]:
+def act_run(
+    tmp_path_factory: pytest.TempPathFactory,
+    github_api_description: spec.ApiDescription,
+    request: pytest.FixtureRequest,
+) -> Iterator[ActRun]:
     """Run act once for the module, against a loopback API that accepts the workflow's token."""
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
@@ -178,7 +190,7 @@ def act_run(tmp_path_factory: pytest.TempPathFactory, github_api_description: sp
     try:
         started = time.monotonic()
         done = subprocess.run(
-            _act_argv(str(shutil.which("act")), work, api),
+            _act_argv(str(shutil.which("act")), work, api, Path(request.config.cache.mkdir("ci-matrix-tools"))),
             cwd=work,
             env=_host_env(),
             capture_output=True,
@@ -189,7 +201,8 @@ def act_run(tmp_path_factory: pytest.TempPathFactory, github_api_description: sp
         seconds = time.monotonic() - started
         records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         (work / "act-out.json").write_text(done.stdout, encoding="utf-8")  # for a failing test's reader
-        yield ActRun(done.returncode, seconds, records, done.stderr, work / "artifacts", api, work / "act-out.json")
+        yield ActRun(done.returncode, seconds, records, done.stderr, work / "artifacts", api, work / "act-out.json",
+                     work / "cache.jsonl")
     finally:
         api.stop()
 
@@ -281,3 +294,23 @@ def test_every_api_request_was_valid_and_authenticated(act_run: ActRun) -> None:
         ("POST", "/repos/acme/ci-matrix-e2e/check-runs", BOT_LOGIN, 201),
         ("POST", f"/repos/acme/ci-matrix-e2e/issues/{PR_NUMBER}/comments", BOT_LOGIN, 201),
     ]
+
+
+def test_each_cell_was_set_up_with_its_own_toolchains_and_cache_key(act_run: ActRun) -> None:
+    setup = {}
+    for cell in EXPECTED:
+        record = json.loads((act_run.artifacts / f"ci-matrix-diagnosis-{cell}" / f"{cell}.json").read_text("utf-8"))
+        setup[cell] = [line.split(":")[0] for line in record["setup"]]
+    assert setup == {
+        "rust-crate-linux-x86_64-rust-stable-debug": ["Rust stable"],
+        "kernels-linux-x86_64-cuda-13.0-sm_75": ["CUDA 13.0"],
+        "kernels-linux-x86_64-cuda-13.0-sm_80": ["CUDA 13.0"],
+        "model-linux-x86_64-iree-llvm-cpu": ["IREE 3.13.0"],
+        "model-no-backend-linux-x86_64-iree-llvm-cpu": ["IREE 3.13.0"],
+        "kernels-unguarded-linux-x86_64-cuda-13.0-sm_75": ["CUDA 13.0"],
+    }
+    cached = [json.loads(line) for line in act_run.cache_log.read_text("utf-8").splitlines()]
+    keys = sorted(c["key"].rsplit("-", 1)[0] for c in cached)  # the Rust cell caches nothing: rustup's own
+    prefix = "ci-matrix-tools-v1-linux-x86_64"
+    assert keys == [f"{prefix}-cuda-13.0"] * 3 + [f"{prefix}-iree-3.13.0"] * 2
+    assert all(c["path"].endswith(("/cuda/13.0", "/iree/3.13.0")) for c in cached)
