@@ -78,6 +78,7 @@ def render_text(diagnosis: Diagnosis) -> str:
         if diagnosis.tail:
             lines += ["", "last lines of the log:", *(f"  | {line}" for line in diagnosis.tail)]
     lines += [f"warning: {w}" for w in diagnosis.warnings]
+    lines += [f"setup: {line}" for line in diagnosis.setup]
     return "\n".join(lines) + "\n"
 
 
@@ -131,6 +132,7 @@ def _markdown_one(diagnosis: Diagnosis) -> list[str]:
     if diagnosis.unclassified:
         lines += [markdown_text(UNCLASSIFIED_HINT), "", "```text", *(fenced(t) for t in diagnosis.tail), "```"]
     lines += [f"- ⚠️ {markdown_text(w)}" for w in diagnosis.warnings]
+    lines += [f"- 🧰 {markdown_text(line)}" for line in diagnosis.setup]
     return [*lines, ""]
 
 
