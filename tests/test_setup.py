@@ -228,7 +228,8 @@ def test_a_dated_nightly_is_installed_through_rustup(tmp_path: Path, rust_dist: 
 def test_a_component_rustup_cannot_get_fails_the_cell_before_its_build(tmp_path: Path, rust_dist: str) -> None:
     env = env_with(tmp_path / "tools", RUSTUP_HOME=str(tmp_path / "rustup"), RUSTUP_DIST_SERVER=rust_dist,
                    RUSTUP_UPDATE_ROOT=f"{rust_dist}/rustup")
-    manifest = write_manifest(tmp_path / "project", RUST.replace("profiles: [debug]", "profiles: [debug], backends: [cranelift]"))
+    cranelift = RUST.replace("profiles: [debug]", "profiles: [debug], backends: [cranelift]")
+    manifest = write_manifest(tmp_path / "project", cranelift)
     cell = "crate-linux-x86_64-rust-nightly-2024-05-21-debug-cranelift"
     code, record, output = run_cell(manifest, cell, env, "--setup")
     assert code == 69 and record["stage"] == "setup"

@@ -36,9 +36,9 @@ def test_a_cuda_release_no_registry_carries_names_those_that_can() -> None:
 
 
 def test_cuda_only_on_linux_and_debian_compilers_only_on_x86_64() -> None:
-    with pytest.raises(Unavailable, match="only be set up on Linux"):
+    with pytest.raises(Unavailable, match=r"only be set up on Linux"):
         needs_of({"cuda-version": "13.0"}, toolkits(), "windows", "x86_64")
-    with pytest.raises(Unavailable, match="this runner is arm64; on arm64 ci-matrix can set up CUDA 13.0"):
+    with pytest.raises(Unavailable, match=r"this runner is arm64; on arm64 ci-matrix can set up CUDA 13\.0"):
         needs_of({"cuda-version": "12.4"}, toolkits(), "linux", "arm64")
     assert needs_of({"cuda-version": "13.0"}, toolkits(), "linux", "arm64").cuda is not None
 
