@@ -79,7 +79,7 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
     build_env = {**env, **dict(cell.env), "CI_MATRIX_CELL": cell.id}
     facts = derive(dict(cell.values), project.manifest.platforms)
     record = request.diagnosis or _default_path(env, cell.id, "diagnosis.json")
-    provisioned = Provisioned()
+    provisioned, checks = Provisioned(), Preflight()
     try:
         if request.setup:
             from ci_matrix.cell_setup import provision
@@ -95,7 +95,8 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
     except SetupFailed as exc:
         log_path.write_text(f"ci-matrix setup: {exc}\n", encoding="utf-8")
         found = replace(_diagnose_file(log_path, rules, facts, cell.id, ExitCode.UNAVAILABLE),
-                        stage="setup", setup=provisioned.done, tail=tuple(f"ci-matrix setup: {exc}".splitlines()))
+                        stage="setup", setup=provisioned.done, tools=dict(checks.tools),
+                        tail=tuple(f"ci-matrix setup: {exc}".splitlines()))
         _report(found, record, env, out, err)
         return ExitCode.UNAVAILABLE
     for warning in (*provisioned.warnings, *checks.warnings):
