@@ -66,7 +66,20 @@ def explain(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> in
     else:
         rules = {r.id: r for r in project.rules}
         out.write(explain_text(cell, rules))
+        if cell.excluded is None:
+            out.write("".join(f"setup:     {line}\n" for line in _setup_lines(cell, project)))
     return ExitCode.OK
+
+
+def _setup_lines(cell: Cell, project: files.Project) -> list[str]:
+    """What `ci-matrix setup` would install for the cell, or why it cannot."""
+    from ci_matrix.core.provision import Unavailable, describe, needs_of
+
+    platform = project.manifest.platforms[cell.value("platform")]
+    try:
+        return describe(needs_of(dict(cell.values), files.toolkits(), platform.os, platform.cpu))
+    except Unavailable as exc:
+        return [f"cannot be set up: {exc}"]
 
 
 def explain_text(cell: Cell, rules: Mapping[str, Rule]) -> str:

@@ -65,11 +65,12 @@ def test_explain_a_worked_around_cell(cli):
     ]
     assert lines[4].startswith("rule:      iree-llvm-cpu-backend-flag (workaround) ci_matrix/knowledge/iree.yaml:")
     assert "           see https://github.com/iree-org/iree/issues/20283" in lines
-    assert lines[-3:] == [
+    assert lines[-4:] == [
         "runs-on:   ubuntu-24.04",
         "flags:     iree-compile: --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu",
         "command:   iree-compile --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu "
         "--iree-llvmcpu-target-cpu=generic model.mlir -o model-linux-x86_64-iree-llvm-cpu.vmfb",
+        "setup:     IREE 3.13.0 (iree-base-compiler, iree-base-runtime from PyPI, own virtual environment)",
     ]
 
 
@@ -203,3 +204,17 @@ def test_pre_commit_hook_runs_validate_on_the_files_it_is_given(tmp_path) -> Non
     broken = tmp_path / "ci-matrix.yml"
     broken.write_text("builds:\n  a:\n    platforms: [linux-x86_65]\n    run: x\n", encoding="utf-8")
     assert main(["validate", *files, str(broken)]) == 78
+
+
+def test_explain_says_what_setup_installs_or_why_it_cannot(cli, tmp_path):
+    code, out, _ = cli("explain", *EXAMPLE_ARGS, "kernels-linux-x86_64-cuda-11.8-sm_75")
+    assert code == 0
+    assert "setup:     CUDA 11.8 nvcc from Debian's nvidia-cuda-toolkit and PyPI headers" in out.splitlines()
+    manifest = tmp_path / "ci-matrix.yml"
+    manifest.write_text('version: 1\nbuilds:\n  k:\n    platforms: [linux-x86_64]\n    uses: [cutlass]\n'
+                        '    cuda: {versions: ["11.6"], archs: [sm_80]}\n    run: [[nvcc, --version]]\n')
+    code, out, _ = cli("explain", "--manifest", str(manifest), "k-linux-x86_64-cuda-11.6-sm_80")
+    assert "setup:     CUDA 11.8 nvcc" in out  # after the CUTLASS rule's workaround
+    code, out, _ = cli("explain", "--manifest", str(manifest), "--ignore-rule", "cutlass-cuda-older-than-11-8",
+                       "k-linux-x86_64-cuda-11.6-sm_80")
+    assert "setup:     cannot be set up: CUDA 11.6 cannot be set up" in out
