@@ -10,16 +10,16 @@ from functools import cache, cached_property
 
 from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule, Workaround
-from ci_matrix.core.manifest import Build, Values
+from ci_matrix.core.manifest import LIST_PLACEHOLDER_NAMES, PLACEHOLDER, Build, Values
 from ci_matrix.core.values import parse_arch
 
 Flags = tuple[tuple[str, tuple[str, ...]], ...]
 TOOLS = ("cargo", "rustflags", "nvcc", "iree-compile")
 #: Placeholders that expand to several arguments when they are a whole argument.
-LIST_PLACEHOLDERS = {"cargo-flags": "cargo", "nvcc-flags": "nvcc", "iree-flags": "iree-compile"}
+LIST_PLACEHOLDERS = dict(zip(LIST_PLACEHOLDER_NAMES, ("cargo", "nvcc", "iree-compile"), strict=True))
 #: Placeholders that every cell of a build with the right axes can fill.
 DERIVED_PLACEHOLDERS = ("cell-id", "cargo-profile", "cuda-capability", "rustflags")
-_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_-]*)\}")
+_PLACEHOLDER = PLACEHOLDER
 
 
 @dataclass(frozen=True)

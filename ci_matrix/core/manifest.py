@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -136,7 +137,24 @@ class _ManifestReader:
             uses=tuple(sorted({str(u) for u in spec.get("uses", [])})),
         )
         self.check_new_cells(at, build)
+        self.check_placeholders((*at, "run"), spec["run"], build)
         return build
+
+    def check_placeholders(self, at: Path, spec: Any, build: Build) -> None:
+        """A misspelt `{placeholder}`, or one that no cell of this build can fill, is an error:
+        it would otherwise reach the build as literal text."""
+        fillable = {axis for axis, _ in build.axes} | {k for entry in build.include for k, _ in entry}
+        known = fillable | {"build", "cell-id", "rustflags", *LIST_PLACEHOLDER_NAMES}
+        known |= {"cargo-profile"} if "rust-toolchain" in fillable else set()
+        known |= {"cuda-capability"} if "cuda-arch" in fillable else set()
+        items = [spec] if isinstance(spec, str) else list(spec)
+        for i, item in enumerate(items):
+            text = item if isinstance(item, str) else " ".join(map(str, item))
+            for name in dict.fromkeys(PLACEHOLDER.findall(text)):
+                if name not in known:
+                    hint = did_you_mean(name, sorted(known))
+                    self.fail(at if isinstance(spec, str) else (*at, i),
+                              f"placeholder {{{name}}} has no value in any cell of this build{hint}")
 
     def check_new_cells(self, at: Path, build: Build) -> None:
         # GitHub turns an include that extends no combination into a new one; a cell needs a platform.
@@ -195,6 +213,12 @@ class _ManifestReader:
         exclude = tuple(self.partial((*at, "exclude", i), e, None) for i, e in enumerate(spec.get("exclude", [])))
         chosen = tuple(str(b) for b in spec["builds"]) if "builds" in spec else None
         return EventProfile(chosen, only, exclude)
+
+
+#: `{name}` in a command argument (core/cells.py fills them).
+PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_-]*)\}")
+#: Placeholders that stand for a tool's flags (several arguments).
+LIST_PLACEHOLDER_NAMES = ("cargo-flags", "nvcc-flags", "iree-flags")
 
 
 def _extends_some(build: Build, entry: Mapping[str, str]) -> bool:
