@@ -61,8 +61,7 @@ def setup_command(manifest: Path, cell_text: str, ignore: Sequence[str], dry_run
     """
     project, cell, _rules = resolve(manifest, cell_text, ignore)
     needs = cell_needs(cell, project)
-    platform = project.manifest.platforms[cell.value("platform")]
-    key = cache_key(needs, platform.os, platform.cpu) if needs.cuda or needs.iree else ""  # rustup keeps its own
+    key = cache_key(needs)
     root = tools_root(env)
     github = env.get("GITHUB_ACTIONS") == "true"
     if github:

@@ -17,7 +17,7 @@ from ci_matrix.core.knowledge import Rule
 from ci_matrix.core.matrix import Plan, plan
 from ci_matrix.core.render import cell_record, render_github, render_json, render_table, render_yaml
 from ci_matrix.edges import files
-from ci_matrix.errors import ConfigError, ExitCode, UsageError
+from ci_matrix.errors import ConfigError, ExitCode, SetupFailed, UsageError
 
 
 def make_plan(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[files.Project, Plan]:
@@ -73,12 +73,12 @@ def explain(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> in
 
 def _setup_lines(cell: Cell, project: files.Project) -> list[str]:
     """What `ci-matrix setup` would install for the cell, or why it cannot."""
-    from ci_matrix.core.provision import Unavailable, describe, needs_of
+    from ci_matrix.cell_setup import cell_needs
+    from ci_matrix.core.provision import describe
 
-    platform = project.manifest.platforms[cell.value("platform")]
     try:
-        return describe(needs_of(dict(cell.values), files.toolkits(), platform.os, platform.cpu))
-    except Unavailable as exc:
+        return describe(cell_needs(cell, project))
+    except SetupFailed as exc:
         return [f"cannot be set up: {exc}"]
 
 

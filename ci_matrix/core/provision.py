@@ -61,6 +61,8 @@ class Needs:
     cuda: CudaSource | None = None
     iree: str = ""  # iree-base-compiler release
     iree_packages: tuple[str, ...] = ()
+    os: str = ""  # the runner's, as the platform says
+    cpu: str = ""
 
     @property
     def empty(self) -> bool:
@@ -105,7 +107,7 @@ def needs_of(values: Mapping[str, str], toolkits: Toolkits, os: str, cpu: str) -
                          (target,) if target else ())
     cuda = cuda_source(values["cuda-version"], toolkits, os, cpu) if values.get("cuda-version") else None
     iree = values.get("iree-version", "") or (toolkits.iree_default if values.get("iree-target") else "")
-    return Needs(rust, cuda, iree, toolkits.iree_packages if iree else ())
+    return Needs(rust, cuda, iree, toolkits.iree_packages if iree else (), os, cpu)
 
 
 def cuda_source(version: str, toolkits: Toolkits, os: str, cpu: str) -> CudaSource:
@@ -141,13 +143,13 @@ def describe(needs: Needs) -> list[str]:
     return lines
 
 
-def cache_key(needs: Needs, os: str, cpu: str) -> str:
-    """A cache key that changes whenever what would be downloaded changes.
-
-    Rust toolchains live in rustup's own folders and are not part of ci-matrix's cache.
-    """
+def cache_key(needs: Needs) -> str:
+    """A cache key that changes whenever what would be downloaded changes; '' when nothing
+    is cached (Rust toolchains live in rustup's own folders, not in ci-matrix's cache)."""
+    if needs.cuda is None and not needs.iree:
+        return ""
     cached = {"cuda": asdict(needs.cuda) if needs.cuda else None,
               "iree": [needs.iree, *needs.iree_packages] if needs.iree else None}
     digest = hashlib.sha256(json.dumps(cached, sort_keys=True).encode()).hexdigest()[:16]
     parts = [f"cuda-{needs.cuda.version}" if needs.cuda else "", f"iree-{needs.iree}" if needs.iree else ""]
-    return "-".join(["ci-matrix-tools-v1", os, cpu, *[p for p in parts if p], digest])
+    return "-".join(["ci-matrix-tools-v1", needs.os, needs.cpu, *[p for p in parts if p], digest])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ci_matrix.core.values import parse_arch, runs_on
@@ -30,17 +30,17 @@ class Preflight:
     mismatches: tuple[str, ...] = ()  # the warnings that say a toolchain is not what the cell asked for
 
 
-def probe(argv: list[str], env: Mapping[str, str]) -> tuple[int, str]:
-    """Run a version query; (127, '') when the program is missing."""
+def probe(argv: Sequence[str], env: Mapping[str, str], timeout: float = _PROBE_TIMEOUT) -> tuple[int, str]:
+    """Run a query or a set-up step to its end; (exit code, its output, stderr merged in).
+    (127, '') when the program is missing, (124, '') when it ran past `timeout`."""
     try:
-        done = subprocess.run(
-            argv, env=dict(env), capture_output=True, text=True, timeout=_PROBE_TIMEOUT, check=False
-        )
+        done = subprocess.run(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, timeout=timeout, check=False)
     except (FileNotFoundError, PermissionError):
         return 127, ""
     except subprocess.TimeoutExpired:
         return 124, ""
-    return done.returncode, (done.stdout + done.stderr).strip()
+    return done.returncode, done.stdout.decode("utf-8", errors="replace").strip()
 
 
 def preflight(values: Mapping[str, str], gpu: str, env: Mapping[str, str]) -> Preflight:

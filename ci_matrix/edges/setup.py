@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import urllib.request
@@ -37,6 +36,7 @@ except ImportError:  # Windows: one job per machine
     fcntl = None  # type: ignore[assignment]
 
 from ci_matrix.core.provision import CudaSource, DebianPackage, Needs, RustNeeds
+from ci_matrix.edges.preflight import probe
 
 Say = Callable[[str], None]
 _MARKER = ".ci-matrix-setup.json"
@@ -59,8 +59,9 @@ class Provisioned:
 
     def apply(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with these folders first on PATH and these variables set."""
-        path = os.pathsep.join([*self.path, env.get("PATH", os.defpath)]) if self.path else env.get("PATH", "")
-        return {**env, **self.env, **({"PATH": path} if self.path else {})}
+        if not self.path:
+            return {**env, **self.env}
+        return {**env, **self.env, "PATH": os.pathsep.join([*self.path, env.get("PATH", os.defpath)])}
 
 
 def tools_root(env: Mapping[str, str]) -> Path:
@@ -107,18 +108,13 @@ def _run(argv: Sequence[str], env: Mapping[str, str], say: Say | None = None) ->
     """Run a setup command; its output goes to `say` line by line (when given) and is returned."""
     if say is not None:
         say("$ " + " ".join(argv))
-    try:
-        done = subprocess.run(list(argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=_TIMEOUT, check=False)
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: not found"
-    except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]}: no result after {_TIMEOUT:.0f} s"
-    text = done.stdout.decode("utf-8", errors="replace")
+    code, text = probe(argv, env, timeout=_TIMEOUT)
+    if not text and code in (124, 127):
+        text = f"{argv[0]}: not found" if code == 127 else f"{argv[0]}: no result after {_TIMEOUT:.0f} s"
     if say is not None:
         for line in text.splitlines():
             say("  " + line)
-    return done.returncode, text
+    return code, text
 
 
 def _tail(text: str, lines: int = 6) -> str:

@@ -54,7 +54,7 @@ def test_iree_cells_get_their_release_or_the_default() -> None:
 
 def test_cache_key_changes_with_what_would_be_downloaded() -> None:
     def key(values: dict[str, str], cpu: str = "x86_64") -> str:
-        return cache_key(needs_of(values, toolkits(), "linux", cpu), "linux", cpu)
+        return cache_key(needs_of(values, toolkits(), "linux", cpu))
 
     base = key({"cuda-version": "12.4", "iree-target": "llvm-cpu"})
     assert base.startswith("ci-matrix-tools-v1-linux-x86_64-cuda-12.4-iree-")
@@ -62,6 +62,7 @@ def test_cache_key_changes_with_what_would_be_downloaded() -> None:
     assert base != key({"cuda-version": "13.0", "iree-target": "llvm-cpu"})
     assert base != key({"cuda-version": "12.4", "iree-target": "llvm-cpu", "iree-version": "3.12.0"})
     assert key({"cuda-version": "13.0"}) != key({"cuda-version": "13.0"}, "arm64")
+    assert key({"rust-toolchain": "nightly-2024-05-21"}) == ""  # rustup keeps its own toolchains
 
 
 def test_describe_says_where_each_toolchain_comes_from() -> None:
