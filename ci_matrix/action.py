@@ -16,9 +16,9 @@ from typing import Any, TextIO
 from ci_matrix.core.grid import render_markdown as render_grid
 from ci_matrix.core.matrix import plan
 from ci_matrix.core.render import github_json, shards
-from ci_matrix.edges import files, workflow
+from ci_matrix.edges import artifacts, files, workflow
 from ci_matrix.errors import ExitCode, UsageError
-from ci_matrix.report import MARKER, Report, build_report
+from ci_matrix.report import MARKER, Report, accept, build_report
 
 
 def _input(env: Mapping[str, str], name: str, default: str = "") -> str:
@@ -71,26 +71,17 @@ def run_command(env: Mapping[str, str], out: TextIO) -> int:
     return run_cell(request, env, sys.stdout.buffer, sys.stderr)
 
 
-def read_diagnoses(folder: Path) -> list[dict[str, Any]]:
-    """Every diagnosis file under `folder` (artifacts download into subfolders)."""
-    records = []
-    for path in sorted(folder.rglob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and "outcome" in record and "cell" in record:
-            records.append(record)
-    return records
-
-
 def report_command(env: Mapping[str, str], out: TextIO) -> int:
-    """Post the check run and the sticky comment; fall back to annotations and summary."""
-    records = read_diagnoses(Path(_input(env, "diagnoses", "ci-matrix-diagnoses")))
+    """Post the check run and the sticky comment; fall back to annotations and summary.
+
+    The same path serves a run of this repository and a fork's run (workflow_run): the diagnosis
+    files are read as untrusted data and only what they may say reaches the report."""
     project = files.load_project(Path(_input(env, "manifest", files.DEFAULT_MANIFEST)))
     event = _input(env, "event", env.get("GITHUB_EVENT_NAME", ""))
-    cells = plan(project.manifest, project.rules, files.catalog(), event).cells
-    report = build_report(records, cells, _run_url(env))
+    the_plan = plan(project.manifest, project.rules, files.catalog(), event)
+    loaded = artifacts.read_diagnoses(Path(_input(env, "diagnoses", "ci-matrix-diagnoses")), files.schema("diagnosis"))
+    results = accept(loaded.records, the_plan, project.rules, loaded.ignored)
+    report = build_report(results, the_plan, _run_url(env))
     workflow.append_file(env.get("GITHUB_STEP_SUMMARY"), workflow.fit_summary(report.text), sys.stderr)
     problems = _post(report, env, out)
     for problem in problems:
@@ -158,4 +149,4 @@ def _manifest_path(env: Mapping[str, str]) -> str:
     return _input(env, "manifest", files.DEFAULT_MANIFEST)
 
 
-__all__: Sequence[str] = ("execute", "read_diagnoses")
+__all__: Sequence[str] = ("execute",)

@@ -1,21 +1,87 @@
 """The pull request report, built from every cell's diagnosis file (pure).
 
-One sticky comment (a hidden marker identifies it), the check run's summary and its
-annotations: known failures with their diagnosis, fix, reference and a link to the run;
-unclassified failures; the cells that rules worked around or excluded.
+A diagnosis file is attacker input when the run came from a fork: `accept` keeps only what such a
+file may say (a cell of this repository's plan, its outcome and exit code, rule ids of this
+repository's knowledge base, log lines) and every word the report writes about a rule comes from
+the base repository's rule. `build_report` renders one sticky comment (a hidden marker identifies
+it), the check run's summary and text, and its annotations: the matrix at a glance, known
+failures with their diagnosis, fix, references and a link to the run, unclassified failures with
+their last log lines, and the cells that rules worked around or excluded.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ci_matrix.core import markdown as md
 from ci_matrix.core.cells import Cell
-from ci_matrix.diagnose.output import fenced
-from ci_matrix.diagnose.output import markdown_text as _md
+from ci_matrix.core.grid import CellState, anchor_name, render_states
+from ci_matrix.core.knowledge import Rule
+from ci_matrix.core.matrix import Plan
 
 MARKER = "<!-- ci-matrix:report -->"
+TAIL_LINES = 15  # last log lines shown for an unclassified failure
+EXCERPT_LINES = 5  # lines of a matched log excerpt
+DRAFT_LINES = 40  # lines of a draft rule for an unclassified failure
+NAMED_IGNORED = 20  # ignored files named one by one; the rest are counted
+NAME_LIMIT = 120  # characters of an ignored file's name
+_REACHED_BY = {
+    "signature": "matched by its log signature",
+    "signature+evidence": "matched by its log signature and the cell's evidence",
+    "configuration": "matched by the cell's configuration: this failure leaves no telltale log line",
+}
+_CONFIDENCE = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A diagnosis file that the report did not use, and why (the reason is ours, not the file's)."""
+
+    name: str  # path inside the diagnoses folder (attacker-chosen: shown only as a code span)
+    reason: str
+
+
+@dataclass(frozen=True)
+class KnownFinding:
+    """A finding whose rule exists in the base repository's knowledge base."""
+
+    rule: Rule
+    reached_by: str  # a key of _REACHED_BY
+    confidence: str  # one of _CONFIDENCE, or ""
+    line: int | None  # where the log matched
+    excerpt: tuple[str, ...]  # log text: shown only inside code blocks
+    evidence: tuple[str, ...]  # log and cell text: shown only inside code blocks
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What a diagnosis file says about one cell of the plan, as far as it may say it."""
+
+    cell: Cell
+    failed: bool
+    exit_code: int | None
+    findings: tuple[KnownFinding, ...]  # most specific first
+    tail: tuple[str, ...]  # last log lines (untrusted)
+    draft: tuple[str, ...]  # a draft rule for an unclassified failure (untrusted)
+    unknown_rules: int  # findings dropped because their rule is not in the knowledge base
+
+    @property
+    def state(self) -> CellState:
+        """How the grid marks the cell."""
+        if not self.failed:
+            return CellState.WORKED_AROUND if self.cell.changes else CellState.PASSED
+        return CellState.KNOWN if self.findings else CellState.UNCLASSIFIED
+
+
+@dataclass(frozen=True)
+class Results:
+    """The accepted results of a run, and the files that were not used."""
+
+    cells: tuple[CellResult, ...]
+    ignored: tuple[Ignored, ...]
 
 
 @dataclass(frozen=True)
@@ -33,52 +99,163 @@ class Report:
         return "\n\n".join(self.sections)
 
 
-def build_report(diagnoses: Sequence[Mapping[str, Any]], cells: Sequence[Cell], run_url: str) -> Report:
-    """The report of a workflow run: diagnosis records (schemas/diagnosis.schema.json) and the
-    plan's cells (for what was worked around or excluded)."""
-    failed = [d for d in diagnoses if d.get("outcome") == "failed"]
-    known = [d for d in failed if d.get("findings")]
-    unknown = [d for d in failed if not d.get("findings")]
-    title = _title(len(diagnoses), known, unknown)
-    sections = [f"## ci-matrix: {title}\n\n[workflow run]({run_url})" if run_url else f"## ci-matrix: {title}"]
+def accept(files: Sequence[tuple[str, Mapping[str, Any]]], plan: Plan, rules: Sequence[Rule],
+           ignored: Sequence[Ignored] = ()) -> Results:
+    """Results from schema-valid diagnosis records (name, record), in name order: a record whose
+    cell does not run in `plan`, or whose cell an earlier record already reported, is ignored."""
+    runnable = {c.id: c for c in plan.runnable}
+    by_id = {r.id: r for r in rules}
+    results: dict[str, CellResult] = {}
+    dropped = list(ignored)
+    for name, record in files:
+        cell = runnable.get(record.get("cell", "")) if isinstance(record.get("cell"), str) else None
+        if cell is None:
+            dropped.append(Ignored(name, "its cell does not run in this repository's plan"))
+        elif cell.id in results:
+            dropped.append(Ignored(name, "a second diagnosis of a cell already reported"))
+        else:
+            results[cell.id] = _result(cell, record, by_id)
+    order = {c.id: i for i, c in enumerate(plan.cells)}
+    cells = tuple(sorted(results.values(), key=lambda r: order[r.cell.id]))
+    return Results(cells, tuple(dropped))
+
+
+def _result(cell: Cell, record: Mapping[str, Any], rules: Mapping[str, Rule]) -> CellResult:
+    failed = record.get("outcome") == "failed"
+    raw = [f for f in record.get("findings") or [] if isinstance(f, Mapping)] if failed else []
+    findings = tuple(_finding(rules[f["rule"]], f) for f in raw if rules.get(str(f.get("rule"))) is not None)
+    return CellResult(cell, failed, _exit_code(record.get("exit-code")), findings,
+                      _lines(record.get("tail"))[-TAIL_LINES:] if failed else (),
+                      _draft(record.get("draft")) if failed else (), len(raw) - len(findings))
+
+
+def _exit_code(value: Any) -> int | None:
+    is_code = isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**32
+    return value if is_code else None
+
+
+def _lines(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _draft(value: Any) -> tuple[str, ...]:
+    if not value:
+        return ()
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True)
+    return tuple(text.splitlines()[:DRAFT_LINES])
+
+
+def _finding(rule: Rule, finding: Mapping[str, Any]) -> KnownFinding:
+    log = finding.get("log") if isinstance(finding.get("log"), Mapping) else None
+    matched = "signature" if finding.get("matched-by") == "log" else "configuration"
+    reached = finding.get("reached-by") if finding.get("reached-by") in _REACHED_BY else matched
+    confidence = finding.get("confidence") if finding.get("confidence") in _CONFIDENCE else ""
+    line = log.get("line") if log and isinstance(log.get("line"), int) else None
+    excerpt = tuple(str(log.get("text", "")).splitlines()[:EXCERPT_LINES]) if log else ()
+    return KnownFinding(rule, str(reached), str(confidence), line, excerpt, _evidence(finding.get("evidence")))
+
+
+def _evidence(value: Any) -> tuple[str, ...]:
+    items = [e for e in value if isinstance(e, Mapping)] if isinstance(value, list) else []
+    lines = []
+    for item in items[:EXCERPT_LINES]:
+        if item.get("source") == "log":
+            lines.append(f"log line {item.get('line')}: {item.get('text', '')}")
+        else:
+            lines.append(f"{item.get('fact', '')} = {item.get('value', '')}")
+    return tuple(lines)
+
+
+def build_report(results: Results, plan: Plan, run_url: str) -> Report:
+    """The report of a workflow run, from its accepted results and the plan they belong to."""
+    failed = [r for r in results.cells if r.failed]
+    known = [r for r in failed if r.findings]
+    unknown = [r for r in failed if not r.findings]
+    title = _title(len(results.cells), known, unknown)
+    sections = [_summary_section(title, results, plan, run_url)]
     if known:
         sections.append(_known_section(known, run_url))
     if unknown:
         sections.append(_unknown_section(unknown))
-    changed = [c for c in cells if c.changes or c.excluded is not None]
+    changed = [c for c in plan.cells if c.changes or c.excluded is not None]
     if changed:
         sections.append(_changed_section(changed))
-    annotations = tuple(_annotation(d) for d in failed)
+    annotations = tuple(_annotation(r) for r in failed)
     return Report(title, "failure" if failed else "success", tuple(sections), annotations)
 
 
-def _title(total: int, known: Sequence[Mapping[str, Any]], unknown: Sequence[Mapping[str, Any]]) -> str:
+def _title(total: int, known: Sequence[CellResult], unknown: Sequence[CellResult]) -> str:
     if not known and not unknown:
         return f"all {total} cells passed"
     return f"{len(known) + len(unknown)} of {total} cells failed ({len(known)} known, {len(unknown)} unclassified)"
 
 
-def _known_section(failed: Sequence[Mapping[str, Any]], run_url: str) -> str:
+def _summary_section(title: str, results: Results, plan: Plan, run_url: str) -> str:
+    lines = [f"## ci-matrix: {md.text(title)}", ""]
+    if run_url:
+        lines += [md.link("workflow run", run_url), ""]
+    states = {r.cell.id: r.state for r in results.cells}
+    lines.append(render_states(plan.cells, states, {r.cell.id for r in results.cells if r.failed}))
+    lines += _ignored_note(results)
+    return "\n".join(lines).rstrip("\n")
+
+
+def _ignored_note(results: Results) -> list[str]:
+    dropped = results.ignored
+    unknown = sum(r.unknown_rules for r in results.cells)
+    lines = []
+    if dropped:
+        files = "file was" if len(dropped) == 1 else "files were"
+        named = [f"{md.code(md.capped(i.name, NAME_LIMIT))} ({md.text(i.reason)})" for i in dropped[:NAMED_IGNORED]]
+        more = [f"{len(dropped) - NAMED_IGNORED:,} more"] if len(dropped) > NAMED_IGNORED else []
+        lines.append(f"⚠️ {len(dropped):,} diagnosis {files} ignored: " + "; ".join([*named, *more]) + ".")
+    if unknown:
+        noun = "finding named a rule" if unknown == 1 else "findings named rules"
+        lines.append(f"⚠️ {unknown:,} {noun} that this repository's knowledge base does not have: left out.")
+    return ["", *lines] if lines else []
+
+
+def _known_section(failed: Sequence[CellResult], run_url: str) -> str:
     lines = ["### Known failures", ""]
-    for record in failed:
-        top = record["findings"][0]
-        refs = " ".join(f"[{i + 1}]({_md(r)})" for i, r in enumerate(top.get("references", [])))
-        where = f" ([log]({run_url}))" if run_url else ""
-        lines.append(f"- **`{_md(record['cell'])}`**{where}: `{top['rule']}` {_md(top['title'])} {refs}")
-        log = top.get("log")
-        if log:
-            lines += ["", "  ```text", f"  {fenced(log['text'])}", "  ```", ""]
-        else:
-            lines.append("  - matched by the cell's configuration: this failure leaves no telltale log line")
-        lines += [f"  - why: {_md(top['explanation'])}", f"  - fix: {_md(top['fix'])}"]
-    return "\n".join(lines)
+    for result in failed:
+        lines += _known_item(result, run_url)
+    return "\n".join(lines).rstrip("\n")
 
 
-def _unknown_section(failed: Sequence[Mapping[str, Any]]) -> str:
+def _known_item(result: CellResult, run_url: str) -> list[str]:
+    top = result.findings[0]
+    rule = top.rule
+    refs = " ".join(md.link(str(i + 1), r) for i, r in enumerate(rule.references))
+    where = f" ({md.link('log', run_url)})" if run_url else ""
+    lines = [f"- {_anchor(result.cell)}**{md.code(result.cell.id)}**{where}: {md.code(rule.id)} "
+             f"{md.text(rule.title)} {refs}".rstrip()]
+    confidence = f" (confidence: {top.confidence})" if top.confidence else ""
+    lines.append(f"  - {_REACHED_BY[top.reached_by]}{confidence}")
+    if top.excerpt:
+        at = f"log line {top.line}:" if top.line else "log:"
+        lines += [f"  - {at}", "", *md.code_block(top.excerpt, "    "), ""]
+    if top.evidence:
+        lines += ["  - evidence:", "", *md.code_block(top.evidence, "    "), ""]
+    if rule.diagnosis is not None:
+        lines += [f"  - why: {md.text(rule.diagnosis.explanation)}", f"  - fix: {md.text(rule.diagnosis.fix)}"]
+    also = [md.code(f.rule.id) for f in result.findings[1:]]
+    return lines + ([f"  - also matched: {', '.join(also)}"] if also else [])
+
+
+def _anchor(cell: Cell) -> str:
+    return f'<a id="{anchor_name(cell.id)}"></a>'
+
+
+def _unknown_section(failed: Sequence[CellResult]) -> str:
     lines = ["### Unclassified failures", ""]
-    for record in failed:
-        lines += [f"<details><summary><code>{_md(record['cell'])}</code> exit {record.get('exit-code')}</summary>",
-                  "", "```text", *(fenced(t) for t in record.get("tail", [])[-15:]), "```", "</details>", ""]
+    for result in failed:
+        code = f" exit {result.exit_code}" if result.exit_code is not None else ""
+        lines += [f"{_anchor(result.cell)}<details><summary><code>{md.html(result.cell.id)}</code>{code}</summary>",
+                  "", *md.code_block(result.tail)]
+        if result.draft:
+            lines += ["", "A draft rule for this failure (review it before adding it):", "",
+                      *md.code_block(result.draft)]
+        lines += ["", "</details>", ""]
     lines.append("No known signature matched: add a rule (see the README's knowledge base section).")
     return "\n".join(lines)
 
@@ -87,16 +264,18 @@ def _changed_section(cells: Sequence[Cell]) -> str:
     lines = ["### Worked around or excluded", "", "<details><summary>cells the knowledge base changed</summary>", ""]
     for cell in cells:
         if cell.excluded is not None:
-            lines.append(f"- ⛔ `{cell.id}`: {_md(cell.excluded)} ({cell.excluded_by})")
+            lines.append(f"- ⛔ {md.code(cell.id)}: {md.text(cell.excluded)} ({md.text(cell.excluded_by or '')})")
         else:
-            lines.append(f"- 🔧 `{cell.id}`: " + "; ".join(f"`{c.rule}` {_md(c.detail)}" for c in cell.changes))
+            changes = "; ".join(f"{md.code(c.rule)} {md.text(c.detail)}" for c in cell.changes)
+            lines.append(f"- 🔧 {md.code(cell.id)}: {changes}")
     return "\n".join([*lines, "", "</details>"])
 
 
-def _annotation(record: Mapping[str, Any]) -> tuple[str, str, str]:
-    findings = record.get("findings") or []
-    if not findings:
-        return ("failure", f"{record['cell']}: unclassified failure", "\n".join(record.get("tail", [])[-10:]))
-    top = findings[0]
-    message = f"{top['explanation']}\nFix: {top['fix']}\n" + "\n".join(top.get("references", []))
-    return ("failure", f"{record['cell']}: {top['title']}", message)
+def _annotation(result: CellResult) -> tuple[str, str, str]:
+    """Annotations are plain text (no markdown), but log lines are still capped and cleaned."""
+    if not result.findings:
+        tail = "\n".join(md.capped(line) for line in result.tail[-10:])
+        return ("failure", f"{result.cell.id}: unclassified failure", tail or "no log lines")
+    rule = result.findings[0].rule
+    why = f"{rule.diagnosis.explanation}\nFix: {rule.diagnosis.fix}\n" if rule.diagnosis else ""
+    return ("failure", f"{result.cell.id}: {rule.title}", why + "\n".join(rule.references))

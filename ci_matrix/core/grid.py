@@ -1,14 +1,27 @@
-"""The plan as a markdown grid: platforms down, the other axes across, each cell built,
-worked around (which rule) or excluded (why). GitHub renders it in step summaries."""
+"""The matrix as markdown grids (pure). GitHub renders them in step summaries, check runs and
+comments.
+
+- `render_markdown`: the plan, one grid per build: platforms down, the other axes across, each
+  cell built, worked around (which rule) or excluded (why).
+- `render_states`: the matrix at a glance after a run: one row per build and platform, one column
+  per toolchain/version/arch value, each cell marked by how it ended; failed cells link to their
+  entry. Beyond MAX_ROWS rows or MAX_COLUMNS columns the rest is folded into counts, so the grid
+  stays far within GitHub's limits (65,535 characters for a check run's summary).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import enum
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TypeVar
 
+from ci_matrix.core import markdown as md
 from ci_matrix.core.cells import Cell
 from ci_matrix.core.matrix import Plan
 from ci_matrix.core.render import plan_record, status
 
+Item = TypeVar("Item")
 _MARK = {"built": "✅", "worked-around": "🔧", "excluded": "⛔"}
 _COLUMN_KEYS = ("rust-toolchain", "rust-profile", "rust-backend", "rust-target", "rust-features",
                 "cuda-version", "cuda-arch", "iree-target")
@@ -18,9 +31,9 @@ _ROW_KEYS = frozenset(("build", "platform", "uses", "needs-gpu"))
 def render_markdown(plan: Plan, title: str = "ci-matrix plan") -> str:
     """A markdown summary: counts, one grid per build, then every change with its reason."""
     counts = plan_record(plan)["counts"]
-    event = f" for `{plan.event}`" if plan.event else ""
+    event = f" for {md.code(plan.event)}" if plan.event else ""
     lines = [
-        f"## {title}{event}",
+        f"## {_escape(title)}{event}",
         "",
         f"**{counts['runnable']}** cells run ({counts['worked-around']} worked around), "
         f"**{counts['excluded']}** excluded. ✅ built · 🔧 worked around · ⛔ excluded",
@@ -32,7 +45,7 @@ def render_markdown(plan: Plan, title: str = "ci-matrix plan") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _in_order(items: Iterable[str]) -> list[str]:
+def _in_order(items: Iterable[Item]) -> list[Item]:
     return list(dict.fromkeys(items))
 
 
@@ -46,12 +59,12 @@ def _column(cell: Cell) -> str:
 def _grid(build: str, cells: list[Cell]) -> list[str]:
     columns = _in_order(_column(c) for c in cells)
     platforms = _in_order(dict(c.requested)["platform"] for c in cells)
-    lines = [f"### {build}", "", "| platform | " + " | ".join(_escape(c) for c in columns) + " |"]
+    lines = [f"### {_escape(build)}", "", "| platform | " + " | ".join(_escape(c) for c in columns) + " |"]
     lines.append("|---" * (len(columns) + 1) + "|")
     for platform in platforms:
         row = [_mark([c for c in cells if dict(c.requested)["platform"] == platform and _column(c) == col])
                for col in columns]
-        lines.append(f"| {platform} | " + " | ".join(row) + " |")
+        lines.append(f"| {_escape(platform)} | " + " | ".join(row) + " |")
     return [*lines, ""]
 
 
@@ -63,7 +76,7 @@ def _mark(cells: list[Cell]) -> str:
         why = cell.excluded_by if state == "excluded" else rules
         if cell.excluded_by == "duplicate":
             why = f"{rules} → duplicate"
-        marks.append(_MARK[state] + (f" `{why}`" if why else ""))
+        marks.append(_MARK[state] + (f" {md.code(why)}" if why else ""))
     return "<br>".join(marks) or " "
 
 
@@ -73,18 +86,104 @@ def _details(cells: Iterable[Cell]) -> list[str]:
         return []
     lines = ["<details><summary>Why cells were worked around or excluded</summary>", ""]
     for cell in touched:
-        lines.append(f"- `{cell.id}`")
-        lines += [f"  - 🔧 `{c.rule}` {_escape(c.title)}: {_escape(c.detail)} {_refs(c.references)}"
+        lines.append(f"- {md.code(cell.id)}")
+        lines += [f"  - 🔧 {md.code(c.rule)} {_escape(c.title)}: {_escape(c.detail)} {_refs(c.references)}"
                   for c in cell.changes if c.kind == "workaround"]
         if cell.excluded is not None:
             refs = next((c.references for c in cell.changes if c.kind == "exclusion"), ())
-            lines.append(f"  - ⛔ {_escape(cell.excluded)} ({cell.excluded_by}) {_refs(refs)}")
+            lines.append(f"  - ⛔ {_escape(cell.excluded)} ({_escape(cell.excluded_by or '')}) {_refs(refs)}")
     return [*lines, "", "</details>"]
 
 
 def _refs(references: Iterable[str]) -> str:
-    return " ".join(f"[ref]({r})" for r in references)
+    return " ".join(md.link("ref", r) for r in references)
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return md.text(text)
+
+
+class CellState(enum.Enum):
+    """How a cell of the matrix ended, as the grid marks it (the value is the mark)."""
+
+    PASSED = "✅"
+    WORKED_AROUND = "🔧"
+    KNOWN = "❌"
+    UNCLASSIFIED = "❓"
+    EXCLUDED = "⛔"
+    NO_RESULT = "⬜"
+
+
+LEGEND = {
+    CellState.PASSED: "passed",
+    CellState.WORKED_AROUND: "passed with a workaround",
+    CellState.KNOWN: "failed, known cause",
+    CellState.UNCLASSIFIED: "failed, unclassified",
+    CellState.EXCLUDED: "excluded",
+    CellState.NO_RESULT: "no result",
+}
+MAX_ROWS = 24
+MAX_COLUMNS = 12
+GRID_LIMIT = 32_000  # bytes; a grid above it (many cells in one slot) becomes counts per build
+
+
+def anchor_name(cell_id: str) -> str:
+    """The HTML id of a failed cell's entry in the report, which its grid mark links to."""
+    return md.anchor_id(f"ci-matrix-{cell_id}")
+
+
+def render_states(cells: Sequence[Cell], states: Mapping[str, CellState], linked: Collection[str]) -> str:
+    """The matrix at a glance: `states` by cell id (a runnable cell without one has no result);
+    the marks of cells in `linked` link to their entry (`anchor_name`)."""
+    state = {c.id: CellState.EXCLUDED if c.excluded is not None else states.get(c.id, CellState.NO_RESULT)
+             for c in cells}
+    totals = Counter(state.values())
+    counts = " · ".join(f"{s.value} {totals[s]} {LEGEND[s]}" for s in CellState if totals[s])
+    table = _state_table(cells, state, linked)
+    if len(table.encode("utf-8")) > GRID_LIMIT:
+        table = _build_counts(cells, state)
+    legend = " · ".join(f"{s.value} {LEGEND[s]}" for s in CellState)
+    return f"**{len(cells)}** cells: {counts}\n\n{table}\n\n<sub>{legend}</sub>\n"
+
+
+def _state_table(cells: Sequence[Cell], state: Mapping[str, CellState], linked: Collection[str]) -> str:
+    rows = _in_order((c.build, dict(c.requested)["platform"]) for c in cells)
+    columns = _in_order(_column(c) for c in cells)
+    slots: dict[tuple[tuple[str, str], str], list[Cell]] = {}
+    for cell in cells:
+        slots.setdefault(((cell.build, dict(cell.requested)["platform"]), _column(cell)), []).append(cell)
+    shown_columns, folded_columns = columns[:MAX_COLUMNS], columns[MAX_COLUMNS:]
+    head = ["build · platform", *(_escape(c) for c in shown_columns)]
+    head += [f"+{len(folded_columns)} more"] if folded_columns else []
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+
+    def marks(row: Sequence[tuple[str, str]], cols: Sequence[str], link: bool) -> str:
+        found = [c for r in row for col in cols for c in slots.get((r, col), ())]
+        if link and len(row) == 1 and len(cols) == 1:
+            return " ".join(_state_mark(c, state[c.id], c.id in linked) for c in found) or " "
+        return _counts(state[c.id] for c in found)
+
+    for row in rows[:MAX_ROWS]:
+        cells_of_row = [marks([row], [col], True) for col in shown_columns]
+        cells_of_row += [marks([row], folded_columns, False)] if folded_columns else []
+        lines.append(f"| {_escape(row[0])} · {_escape(row[1])} | " + " | ".join(cells_of_row) + " |")
+    if rows[MAX_ROWS:]:
+        rest = rows[MAX_ROWS:]
+        folded = [marks(rest, [col], False) for col in shown_columns]
+        folded += [marks(rest, folded_columns, False)] if folded_columns else []
+        lines.append(f"| +{len(rest)} more rows | " + " | ".join(folded) + " |")
+    return "\n".join(lines)
+
+
+def _state_mark(cell: Cell, state: CellState, link: bool) -> str:
+    return f"[{state.value}](#{anchor_name(cell.id)})" if link else state.value
+
+
+def _counts(states: Iterable[CellState]) -> str:
+    found = Counter(states)
+    return " ".join(f"{s.value}{found[s]}" for s in CellState if found[s]) or " "
+
+
+def _build_counts(cells: Sequence[Cell], state: Mapping[str, CellState]) -> str:
+    builds = _in_order(c.build for c in cells)
+    return "\n".join(f"- {_escape(b)}: {_counts(state[c.id] for c in cells if c.build == b)}" for b in builds)

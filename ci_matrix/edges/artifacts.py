@@ -1,0 +1,115 @@
+"""Reading the diagnosis files that a run uploaded as artifacts: attacker input for a fork's run.
+
+Only regular files named `*.json` count, at most MAX_FILES of them, each at most MAX_FILE_BYTES,
+UTF-8 JSON that `schemas/diagnosis.schema.json` accepts. Symlinks are never followed (not even to
+a folder), devices and pipes are never opened, and every file left out is named with the reason.
+What the records may say is decided next, in `report.accept`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from ci_matrix.report import Ignored
+
+MAX_FILES = 1024  # 256 cells (GitHub's limit per matrix job) times 4 shards
+MAX_FILE_BYTES = 1024 * 1024
+MAX_ENTRIES = 4 * MAX_FILES  # folders and other files looked at before giving up on the rest
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """Schema-valid records by file name (relative to the folder), and the files left out."""
+
+    records: tuple[tuple[str, Mapping[str, Any]], ...]
+    ignored: tuple[Ignored, ...]
+
+
+def read_diagnoses(folder: Path, schema: Mapping[str, Any]) -> Loaded:
+    """Every usable diagnosis file under `folder` (artifacts download into subfolders), in name order."""
+    validator = jsonschema.Draft202012Validator(schema)
+    candidates, ignored = _candidates(folder)
+    records: list[tuple[str, Mapping[str, Any]]] = []
+    for index, name in enumerate(sorted(candidates)):
+        if index >= MAX_FILES:
+            ignored.append(Ignored(name, f"more than {MAX_FILES:,} diagnosis files"))
+            continue
+        record, reason = _load(folder / name, validator)
+        if record is None:
+            ignored.append(Ignored(name, reason))
+        else:
+            records.append((name, record))
+    return Loaded(tuple(records), tuple(ignored))
+
+
+def _candidates(folder: Path) -> tuple[list[str], list[Ignored]]:
+    """Names of the regular `*.json` files; symlinks and special files are ignored, named."""
+    names: list[str] = []
+    ignored: list[Ignored] = []
+    for seen, (name, mode) in enumerate(_walk(folder)):
+        if seen >= MAX_ENTRIES:
+            ignored.append(Ignored(name, f"more than {MAX_ENTRIES:,} entries in the diagnoses folder: not read"))
+            break
+        if not name.endswith(".json"):
+            continue
+        if stat.S_ISREG(mode):
+            names.append(name)
+        else:
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+            ignored.append(Ignored(name, kind))
+    return names, ignored
+
+
+def _walk(folder: Path) -> Iterator[tuple[str, int]]:
+    """(relative name, lstat mode) of every entry below `folder`, without following symlinks."""
+    if not folder.is_dir():
+        return
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for entry in sorted(files) + [d for d in dirs if Path(root, d).is_symlink()]:
+            path = Path(root, entry)
+            try:
+                yield str(path.relative_to(folder)), path.lstat().st_mode
+            except OSError:
+                continue
+
+
+def _load(path: Path, validator: jsonschema.Draft202012Validator) -> tuple[Mapping[str, Any] | None, str]:
+    data, reason = _read(path)
+    if data is None:
+        return None, reason
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except (ValueError, RecursionError):
+        return None, "not JSON (or nested too deeply)"
+    error = jsonschema.exceptions.best_match(validator.iter_errors(record))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_schema_path)  # the schema's words, not the file's
+        return None, f"does not match schemas/diagnosis.schema.json ({where})"
+    return record, ""
+
+
+def _read(path: Path) -> tuple[bytes | None, str]:
+    """The file's bytes; never follows a symlink or blocks on a pipe that replaced the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return None, f"cannot be opened ({exc.strerror})"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_size > MAX_FILE_BYTES:
+            return None, "larger than 1 MiB"
+        data = handle.read(MAX_FILE_BYTES + 1)
+    return (data, "") if len(data) <= MAX_FILE_BYTES else (None, "larger than 1 MiB")
