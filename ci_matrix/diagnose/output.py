@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ci_matrix.core import markdown
 from ci_matrix.diagnose.engine import UNCLASSIFIED_HINT, Diagnosis, Finding
 from ci_matrix.edges.workflow import Annotation
 
@@ -137,10 +138,10 @@ def _markdown_one(diagnosis: Diagnosis) -> list[str]:
 
 
 def markdown_text(text: str) -> str:
-    """Markdown-safe text from a log: no HTML, no link or table syntax injected."""
-    return str(text).replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|").replace("\n", " ")
+    """Markdown-safe text from a log: no HTML, link, mention or table syntax injected."""
+    return markdown.text(text)
 
 
 def fenced(text: str) -> str:
     """A log line that cannot close the code fence it is shown in."""
-    return str(text).replace("```", "`\u200b``")
+    return markdown.code_line(text)
