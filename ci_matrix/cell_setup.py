@@ -25,7 +25,7 @@ from ci_matrix.errors import ExitCode, SetupFailed
 def provision(cell: Cell, project: files.Project, env: Mapping[str, str], say: Callable[[str], None],
               github: bool = False) -> Provisioned:
     """Install the toolchains of a cell's final values; raises SetupFailed."""
-    needs = cell_needs(cell, project)
+    needs = cell_needs(cell, project, env)
     if needs.empty:
         return Provisioned()
     token = workflow.stop_token() if github else ""
@@ -43,13 +43,27 @@ def provision(cell: Cell, project: files.Project, env: Mapping[str, str], say: C
     return done
 
 
-def cell_needs(cell: Cell, project: files.Project) -> Needs:
+#: The environment variable that points setup at a mirror of NVIDIA's redistributables.
+REDIST_MIRROR = "CI_MATRIX_CUDA_REDIST"
+
+
+def cell_needs(cell: Cell, project: files.Project, env: Mapping[str, str]) -> Needs:
     """What a cell needs installed on its platform; raises SetupFailed when it cannot be."""
     platform = project.manifest.platforms[cell.value("platform")]
     try:
-        return needs_of(dict(cell.values), files.toolkits(), platform.os, platform.cpu)
+        return needs_of(dict(cell.values), files.toolkits(), platform.os, platform.cpu,
+                        cell.context.build.cuda_components, redist_mirror(env))
     except Unavailable as exc:
         raise SetupFailed(str(exc)) from None
+
+
+def redist_mirror(env: Mapping[str, str]) -> str:
+    """The mirror of NVIDIA's redistributables that `CI_MATRIX_CUDA_REDIST` names ('' when unset)."""
+    url = env.get(REDIST_MIRROR, "")
+    if url and not url.startswith(("https://", "http://", "file://")):
+        raise SetupFailed(f"{REDIST_MIRROR}={url!r} is not a URL: give the folder that holds "
+                          "redistrib_<release>.json (https://, http:// or file://)")
+    return url
 
 
 def setup_command(manifest: Path, cell_text: str, ignore: Sequence[str], dry_run: bool, fmt: str,
@@ -60,7 +74,7 @@ def setup_command(manifest: Path, cell_text: str, ignore: Sequence[str], dry_run
     (`GITHUB_PATH`, `GITHUB_ENV`), and the cache key and folder become step outputs.
     """
     project, cell, _rules = resolve(manifest, cell_text, ignore)
-    needs = cell_needs(cell, project)
+    needs = cell_needs(cell, project, env)
     key = cache_key(needs)
     root = tools_root(env)
     github = env.get("GITHUB_ACTIONS") == "true"
@@ -74,9 +88,9 @@ def setup_command(manifest: Path, cell_text: str, ignore: Sequence[str], dry_run
     done = provision(cell, project, env, lambda line: print(line, file=progress, flush=True), github)
     if github:
         export_to_job(done, env, sys.stderr)
-    for warning in done.warnings:
+    for warning in done.warnings:  # on stdout only where it is text: `eval "$(... --format shell)"`
         print(workflow.command(workflow.Annotation("warning", warning, "ci-matrix setup")) if github
-              else f"ci-matrix: warning: {warning}", file=out)
+              else f"ci-matrix: warning: {warning}", file=progress)
     if fmt == "json":
         record = {"cell": cell.id, "path": list(done.path), "env": dict(done.env), "done": list(done.done),
                   "warnings": list(done.warnings), "cache-key": key, "tools": str(root)}

@@ -67,17 +67,18 @@ def explain(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> in
         rules = {r.id: r for r in project.rules}
         out.write(explain_text(cell, rules))
         if cell.excluded is None:
-            out.write("".join(f"setup:     {line}\n" for line in _setup_lines(cell, project)))
+            out.write("".join(f"setup:     {line}\n" for line in _setup_lines(cell, project, env)))
     return ExitCode.OK
 
 
-def _setup_lines(cell: Cell, project: files.Project) -> list[str]:
-    """What `ci-matrix setup` would install for the cell, or why it cannot."""
+def _setup_lines(cell: Cell, project: files.Project, env: Mapping[str, str]) -> list[str]:
+    """What `ci-matrix setup` would install for the cell (for CUDA: each source, in the
+    order they are tried, and why), or why it cannot."""
     from ci_matrix.cell_setup import cell_needs
     from ci_matrix.core.provision import describe
 
     try:
-        return describe(cell_needs(cell, project))
+        return describe(cell_needs(cell, project, env))
     except SetupFailed as exc:
         return [f"cannot be set up: {exc}"]
 

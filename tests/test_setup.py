@@ -106,8 +106,9 @@ def test_a_toolkit_that_cannot_be_set_up_fails_the_cell_before_its_build(tmp_pat
     assert code == 69
     assert record["stage"] == "setup" and record["outcome"] == "failed"
     assert "failed before its build" in output
-    assert any("CUDA 11.6 cannot be set up" in line for line in record["tail"])
-    assert "11.8, 12.4, 13.0" in output
+    # CUDA 11.6 exists only in NVIDIA's redistributables, which this machine cannot reach
+    assert any("CUDA 11.6: no source could be reached" in line for line in record["tail"]), record["tail"]
+    assert "cannot reach https://developer.download.nvidia.com/compute/cuda/redist/redistrib_11.6.2.json" in output
     log = (tmp_path / "project" / f"{CUTLASS_CELL}.log").read_text()
     assert "$ nvcc" not in log  # no silent fallback to the runner's nvcc
 
@@ -148,7 +149,8 @@ def test_a_second_setup_installs_nothing(tmp_path: Path, tools: Path) -> None:
                        env=env_with(tools), timeout=60)
     assert second.returncode == 0, second.stderr
     result = json.loads(second.stdout)
-    assert result["done"] == [f"CUDA 12.4: already set up in {tools / 'cuda' / '12.4'}"]
+    # NVIDIA's servers cannot be reached from this machine: the folder came from Debian's package
+    assert result["done"] == [f"CUDA 12.4: already set up in {tools / 'cuda' / '12.4'} (debian)"]
     assert marker.stat().st_mtime_ns == before
     assert result["env"]["CUDA_HOME"] == str(tools / "cuda" / "12.4" / "toolkit")
     assert result["path"] == [str(tools / "cuda" / "12.4" / "toolkit" / "bin")]

@@ -5,10 +5,9 @@ before its build instead of building with the wrong toolkit."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
-from ci_matrix.core.provision import needs_of
+from ci_matrix.core.provision import needs_of, recipe
 from ci_matrix.edges.files import toolkits
 from tests.test_run import ci_matrix, record_of
 
@@ -26,14 +25,15 @@ builds:
 def test_a_cached_toolkit_that_is_not_the_cells_fails_before_the_build(tmp_path: Path) -> None:
     manifest = tmp_path / "ci-matrix.yml"
     manifest.write_text(KERNELS, encoding="utf-8")
-    source = needs_of({"cuda-version": "13.0"}, toolkits(), "linux", "x86_64").cuda
-    assert source is not None
+    cuda = needs_of({"cuda-version": "13.0"}, toolkits(), "linux", "x86_64").cuda
+    assert cuda is not None
+    source = cuda.sources[0]  # PyPI
     folder = tmp_path / "tools" / "cuda" / "13.0"
     nvcc = folder / "pypi" / source.root / "bin" / "nvcc"
     nvcc.parent.mkdir(parents=True)
     nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.0, V12.0.140'\n", encoding="utf-8")
     nvcc.chmod(0o755)
-    (folder / ".ci-matrix-setup.json").write_text(json.dumps(asdict(source)), encoding="utf-8")
+    (folder / ".ci-matrix-setup.json").write_text(json.dumps(recipe(source)), encoding="utf-8")
 
     diagnosis = tmp_path / "d.json"
     done = ci_matrix("run", "--manifest", str(manifest), "--cell", "kernels-linux-x86_64-cuda-13.0-sm_80",

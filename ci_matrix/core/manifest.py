@@ -31,6 +31,7 @@ class Build:
     working_directory: str = ""
     needs_gpu: bool = False
     uses: tuple[str, ...] = ()
+    cuda_components: tuple[str, ...] = ()  # what `ci-matrix setup` adds to the CUDA toolkit
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class _ManifestReader:
             working_directory=str(spec.get("working-directory", "")),
             needs_gpu=bool(spec.get("needs-gpu", False)),
             uses=tuple(sorted({str(u) for u in spec.get("uses", [])})),
+            cuda_components=tuple(str(c) for c in spec.get("cuda", {}).get("components", [])),
         )
         self.check_new_cells(at, build)
         self.check_placeholders((*at, "run"), spec["run"], build)

@@ -17,6 +17,7 @@ cell fails before its build, never with whatever the runner happens to have.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -27,7 +28,7 @@ import sys
 import tarfile
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 try:
@@ -35,7 +36,8 @@ try:
 except ImportError:  # Windows: one job per machine
     fcntl = None  # type: ignore[assignment]
 
-from ci_matrix.core.provision import CudaSource, DebianPackage, Needs, RustNeeds
+from ci_matrix.core.provision import CudaNeeds, CudaSource, DebianPackage, Needs, RustNeeds, describe_source, recipe
+from ci_matrix.edges import redist
 from ci_matrix.edges.preflight import probe
 
 Say = Callable[[str], None]
@@ -76,7 +78,7 @@ def tools_root(env: Mapping[str, str]) -> Path:
 
 def cached_folders(needs: Needs, root: Path) -> list[Path]:
     """The folders that setup fills for `needs` (what the action caches; rustup keeps its own)."""
-    return ([_folder(root, "cuda", needs.cuda.version)] if needs.cuda else []) + (
+    return ([_folder(root, "cuda", needs.cuda.folder)] if needs.cuda else []) + (
         [_folder(root, "iree", needs.iree)] if needs.iree else [])
 
 
@@ -174,25 +176,59 @@ def _same_component(wanted: str, installed: str) -> bool:
 # --- CUDA --------------------------------------------------------------------------------
 
 
-def _cuda(source: CudaSource, root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
-    folder = _folder(root, "cuda", source.version)
-    recipe = asdict(source)
+def _cuda(needs: CudaNeeds, root: Path, env: Mapping[str, str], say: Say) -> Provisioned:
+    """The first source that can be reached, in the order the core chose; a folder finished
+    from any of them is used as it is."""
+    folder = _folder(root, "cuda", needs.folder)
+    recipes = [recipe(s) for s in needs.sources]
+    finished = _finished_recipe(folder)
+    chosen = needs.sources[recipes.index(finished)] if finished in recipes else None
+    notes: list[str] = []
+    built = False
+    for source in needs.sources if chosen is None else ():
+        try:
+            build = functools.partial(_build_cuda, source, folder=folder, env=env, say=say)
+            built = _ensure(folder, recipe(source), build)
+        except redist.RedistUnreachable as exc:
+            notes.append(f"CUDA {needs.version}: {describe_source(source)} cannot be reached ({exc}); "
+                         "trying the next source")
+            say(f"ci-matrix setup: {notes[-1]}")
+            continue
+        chosen = source
+        break
+    if chosen is None:
+        raise SetupError(f"CUDA {needs.version}: no source could be reached:\n" + "\n".join("    " + n for n in notes))
+    return _cuda_env(needs, chosen, folder, built, notes, env, say)
 
-    def build(work: Path) -> None:
-        say(f"ci-matrix setup: CUDA {source.version} into {folder}")
-        _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
-        if source.debian is not None:
-            _assemble_from_debian(source.debian, work, say)
-            shutil.rmtree(work / "pypi")  # its headers and libraries are in the toolkit now
-        else:
-            _link_targets(work / "pypi" / source.root)
 
-    built = _ensure(folder, recipe, build)
-    done = f"CUDA {source.version}: {'set up' if built else 'already set up'} in {folder}"
-    home = folder / "toolkit" if source.debian is not None else folder / "pypi" / source.root
-    host = _host_compiler(source, env, say)
-    cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(home / "bin" / "nvcc"), **host.env}
-    return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(done, *host.done), warnings=host.warnings)
+def _build_cuda(source: CudaSource, work: Path, *, folder: Path, env: Mapping[str, str], say: Say) -> None:
+    say(f"ci-matrix setup: CUDA {source.version} from {describe_source(source)} into {folder}")
+    if source.redist is not None:
+        try:
+            redist.install(source.redist, work / "toolkit", say)
+        except redist.RedistUnreachable:
+            raise
+        except redist.RedistError as exc:
+            raise SetupError(f"CUDA {source.version} from NVIDIA's redistributables: {exc}") from None
+        if os.name != "nt":
+            _link_targets(work / "toolkit")
+        return
+    _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
+    if source.debian is not None:
+        _assemble_from_debian(source.debian, work, say)
+        shutil.rmtree(work / "pypi")  # its headers and libraries are in the toolkit now
+    else:
+        _link_targets(work / "pypi" / source.root)
+
+
+def _cuda_env(needs: CudaNeeds, source: CudaSource, folder: Path, built: bool, notes: Sequence[str],
+              env: Mapping[str, str], say: Say) -> Provisioned:
+    home = folder / "pypi" / source.root if source.kind == "pypi" else folder / "toolkit"
+    done = f"CUDA {needs.version}: {'set up' if built else 'already set up'} in {folder} ({source.kind})"
+    nvcc = home / "bin" / ("nvcc.exe" if needs.windows else "nvcc")
+    host = Provisioned() if needs.windows else _host_compiler(needs, env, say)
+    cuda_env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "CUDACXX": str(nvcc), **host.env}
+    return Provisioned(path=(str(home / "bin"),), env=cuda_env, done=(*notes, done, *host.done), warnings=host.warnings)
 
 
 def _link_targets(home: Path) -> None:
@@ -300,7 +336,7 @@ def _copy_tree(source: Path, dest: Path) -> None:
         shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
 
 
-def _host_compiler(source: CudaSource, env: Mapping[str, str], say: Say) -> Provisioned:
+def _host_compiler(source: CudaNeeds, env: Mapping[str, str], say: Say) -> Provisioned:
     """nvcc refuses a host g++ newer than it knows ('unsupported GNU version'): when the
     runner's g++ is too new, use an older g++-N that is installed; on a GitHub runner, install
     g++-N with apt (GitHub's Ubuntu images have passwordless sudo); else say what to do."""
@@ -399,7 +435,12 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _finished(folder: Path, recipe: Mapping[str, object]) -> bool:
+    return bool(_finished_recipe(folder) == json.loads(json.dumps(recipe)))
+
+
+def _finished_recipe(folder: Path) -> object:
+    """What a finished folder was built from (its marker), else None."""
     try:
-        return bool(json.loads((folder / _MARKER).read_text(encoding="utf-8")) == json.loads(json.dumps(recipe)))
+        return json.loads((folder / _MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
