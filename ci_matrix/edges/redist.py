@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ci_matrix.core.document import did_you_mean
 from ci_matrix.core.provision import RedistArchives
 from ci_matrix.edges.archives import ArchiveRefused, unpack
 
@@ -109,7 +108,8 @@ def fetch_index(wanted: RedistArchives) -> Mapping[str, Any]:
 
 def archives_of(index: Mapping[str, Any], wanted: RedistArchives) -> tuple[Archive, ...]:
     """The archives of the wanted components for the wanted platform; raises RedistError
-    naming what the index lacks (with did-you-mean) or what it says wrongly."""
+    naming what the index lacks (and what it has) or what it says wrongly. (Names are
+    checked with did-you-mean earlier, against the catalogue, when the manifest is read.)"""
     url = wanted.index_url
     label = index.get("release_label")
     if label is not None and label != wanted.release:
@@ -122,8 +122,7 @@ def archives_of(index: Mapping[str, Any], wanted: RedistArchives) -> tuple[Archi
         if not isinstance(entry, dict):
             if name.endswith("?"):
                 continue
-            raise RedistError(f"{url} has no component {key!r}{did_you_mean(key, components)}; "
-                              f"this release has: {', '.join(components)}")
+            raise RedistError(f"{url} has no component {key!r}; this release has: {', '.join(components)}")
         found.append(_archive(entry, key, wanted, url))
     return tuple(found)
 
