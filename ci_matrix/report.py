@@ -27,6 +27,7 @@ TAIL_LINES = 15  # last log lines shown for an unclassified failure
 EXCERPT_LINES = 5  # lines of a matched log excerpt
 DRAFT_LINES = 40  # lines of a draft rule for an unclassified failure
 NAMED_IGNORED = 20  # ignored files named one by one; the rest are counted
+ALSO_MATCHED = 5  # other rules named for one cell
 NAME_LIMIT = 120  # characters of an ignored file's name
 _REACHED_BY = {
     "signature": "matched by its log signature",
@@ -195,7 +196,7 @@ def _summary_section(title: str, results: Results, plan: Plan, run_url: str) -> 
     if run_url:
         lines += [md.link("workflow run", run_url), ""]
     states = {r.cell.id: r.state for r in results.cells}
-    lines.append(render_states(plan.cells, states, {r.cell.id for r in results.cells if r.failed}))
+    lines.append(render_states(plan.cells, states, {r.cell.id for r in results.cells if r.failed}).rstrip("\n"))
     lines += _ignored_note(results)
     return "\n".join(lines).rstrip("\n")
 
@@ -238,7 +239,7 @@ def _known_item(result: CellResult, run_url: str) -> list[str]:
         lines += ["  - evidence:", "", *md.code_block(top.evidence, "    "), ""]
     if rule.diagnosis is not None:
         lines += [f"  - why: {md.text(rule.diagnosis.explanation)}", f"  - fix: {md.text(rule.diagnosis.fix)}"]
-    also = [md.code(f.rule.id) for f in result.findings[1:]]
+    also = [md.code(r) for r in dict.fromkeys(f.rule.id for f in result.findings[1:]) if r != rule.id][:ALSO_MATCHED]
     return lines + ([f"  - also matched: {', '.join(also)}"] if also else [])
 
 

@@ -46,12 +46,11 @@ class Project:
     diagnoses: Path  # one subfolder per cell, as download-artifact lays them out
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """Build both IREE cells for real once; keep their diagnosis files."""
+def build_project(root: Path) -> Project:
+    """Copy the e2e manifest and its example into `root`, build both IREE cells for real there
+    and keep their diagnosis files."""
     if shutil.which("iree-compile") is None:
         missing_tool("iree-compile is not installed (pip install iree-base-compiler)")
-    root = tmp_path_factory.mktemp("project")
     # A copy, so the builds' outputs never land in the source tree.
     shutil.copytree(REPO / "examples" / "iree-model", root / "examples" / "iree-model")
     shutil.copytree(REPO / "examples" / "rules", root / "examples" / "rules")
@@ -66,6 +65,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
         built = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, timeout=300, check=False)
         assert built.returncode == expected_exit, built.stderr.decode(errors="replace")
     return Project(manifest, root / "diagnoses")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """Build both IREE cells for real once; keep their diagnosis files."""
+    return build_project(tmp_path_factory.mktemp("project"))
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """Reading the diagnosis files that a run uploaded as artifacts: attacker input for a fork's run.
 
 Only regular files named `*.json` count, at most MAX_FILES of them, each at most MAX_FILE_BYTES,
-UTF-8 JSON that `schemas/diagnosis.schema.json` accepts. Symlinks are never followed (not even to
-a folder), devices and pipes are never opened, and every file left out is named with the reason.
-What the records may say is decided next, in `report.accept`.
+UTF-8 JSON that `schemas/diagnosis.schema.json` accepts. Files named after a cell of the plan
+(`<cell id>.json`, as `run` writes them) are read first, so that a flood of other files cannot
+crowd them out. Symlinks are never followed (not even to a folder), devices and pipes are never
+opened, and every file left out is named with the reason. What the records may say is decided
+next, in `report.accept`.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,6 @@ from ci_matrix.report import Ignored
 
 MAX_FILES = 1024  # 256 cells (GitHub's limit per matrix job) times 4 shards
 MAX_FILE_BYTES = 1024 * 1024
-MAX_ENTRIES = 4 * MAX_FILES  # folders and other files looked at before giving up on the rest
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,14 @@ class Loaded:
     ignored: tuple[Ignored, ...]
 
 
-def read_diagnoses(folder: Path, schema: Mapping[str, Any]) -> Loaded:
-    """Every usable diagnosis file under `folder` (artifacts download into subfolders), in name order."""
+def read_diagnoses(folder: Path, schema: Mapping[str, Any], cells: Collection[str]) -> Loaded:
+    """Every usable diagnosis file under `folder` (artifacts download into subfolders): those
+    named after one of `cells` first, each group in name order."""
     validator = jsonschema.Draft202012Validator(schema)
     candidates, ignored = _candidates(folder)
+    candidates.sort(key=lambda name: (Path(name).stem not in cells, name))
     records: list[tuple[str, Mapping[str, Any]]] = []
-    for index, name in enumerate(sorted(candidates)):
+    for index, name in enumerate(candidates):
         if index >= MAX_FILES:
             ignored.append(Ignored(name, f"more than {MAX_FILES:,} diagnosis files"))
             continue
@@ -54,17 +57,13 @@ def _candidates(folder: Path) -> tuple[list[str], list[Ignored]]:
     """Names of the regular `*.json` files; symlinks and special files are ignored, named."""
     names: list[str] = []
     ignored: list[Ignored] = []
-    for seen, (name, mode) in enumerate(_walk(folder)):
-        if seen >= MAX_ENTRIES:
-            ignored.append(Ignored(name, f"more than {MAX_ENTRIES:,} entries in the diagnoses folder: not read"))
-            break
-        if not name.endswith(".json"):
-            continue
-        if stat.S_ISREG(mode):
+    for name, mode in _walk(folder):
+        if stat.S_ISLNK(mode):
+            ignored.append(Ignored(name, "a symbolic link"))
+        elif name.endswith(".json") and not stat.S_ISREG(mode):
+            ignored.append(Ignored(name, "not a regular file"))
+        elif name.endswith(".json"):
             names.append(name)
-        else:
-            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
-            ignored.append(Ignored(name, kind))
     return names, ignored
 
 
