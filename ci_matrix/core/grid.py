@@ -76,7 +76,7 @@ def _mark(cells: list[Cell]) -> str:
         why = cell.excluded_by if state == "excluded" else rules
         if cell.excluded_by == "duplicate":
             why = f"{rules} → duplicate"
-        marks.append(_MARK[state] + (f" {md.code(why)}" if why else ""))
+        marks.append(_MARK[state] + (f" {md.code(why, table=True)}" if why else ""))
     return "<br>".join(marks) or " "
 
 

@@ -57,13 +57,13 @@ def text(value: object) -> str:
     return _MARKDOWN_PUNCTUATION.sub(r"\\\1", line)
 
 
-def code(value: object) -> str:
+def code(value: object, *, table: bool = False) -> str:
     """An inline code span holding `value`, which no backtick in it can close.
 
-    The fence is one backtick longer than the longest run inside. `|` is escaped: in a GFM table
-    even a code span ends at an unescaped pipe, and `\\|` renders as `|` everywhere.
+    The fence is one backtick longer than the longest run inside. In a GFM table (`table=True`)
+    `|` is escaped: there even a code span ends at an unescaped pipe, and `\\|` renders as `|`.
     """
-    line = clean(value).replace("|", "\\|")
+    line = clean(value).replace("|", "\\|") if table else clean(value)
     longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if line.startswith(("`", " ")) or line.endswith(("`", " ")) or not line else ""
