@@ -428,3 +428,15 @@ def test_ten_thousand_files_cannot_crowd_out_the_real_ones(
     assert_still_reported(posted)
     assert "⚠️ 10,000 diagnosis files were ignored: `00000.json` (does not match" in posted.comment
     assert "; 9,980 more." in posted.comment  # 20 named, the rest counted
+
+
+@pytest.mark.parametrize("unsafe", [
+    f"- **`x` [pwn]({EVIL}) ``**",  # the cell id in the old report's code span
+    f"- [1](https://ok) [Click]({EVIL})",  # the reference in the old report's link
+    "- why: ping @octo-org/everyone",  # the mention
+    "<details open><img src=x></details>",
+    f"see {EVIL}",
+])
+def test_the_oracle_refuses_what_the_old_report_posted(project: Project, unsafe: str) -> None:
+    with pytest.raises(AssertionError):
+        assert_safe(unsafe, project)

@@ -137,7 +137,7 @@ def render_states(cells: Sequence[Cell], states: Mapping[str, CellState], linked
     the marks of cells in `linked` link to their entry (`anchor_name`)."""
     state = {c.id: CellState.EXCLUDED if c.excluded is not None else states.get(c.id, CellState.NO_RESULT)
              for c in cells}
-    totals = Counter(state.values())
+    totals = Counter(state[c.id] for c in cells)
     counts = " · ".join(f"{s.value} {totals[s]} {LEGEND[s]}" for s in CellState if totals[s])
     table = _state_table(cells, state, linked)
     if len(table.encode("utf-8")) > GRID_LIMIT:
