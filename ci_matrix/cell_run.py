@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from ci_matrix.core.cells import Cell
-from ci_matrix.core.facts import derive
+from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.core.matrix import plan
-from ci_matrix.diagnose.engine import Diagnosis, diagnose
+from ci_matrix.diagnose.engine import Diagnosis
 from ci_matrix.diagnose.output import annotations_of, diagnosis_record, render_markdown, render_text
 from ci_matrix.edges import files, logs, process, workflow
 from ci_matrix.edges.preflight import Preflight, preflight
@@ -77,7 +77,7 @@ def run_cell(request: RunRequest, env: Mapping[str, str], out: BinaryIO, err: Te
     log_path = request.log or _default_path(env, cell.id, "log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     build_env = {**env, **dict(cell.env), "CI_MATRIX_CELL": cell.id}
-    facts = derive(dict(cell.values), project.manifest.platforms)
+    facts = _CellFacts(dict(cell.values), project.manifest.platforms)
     record = request.diagnosis or _default_path(env, cell.id, "diagnosis.json")
     provisioned, checks = Provisioned(), Preflight()
     try:
@@ -159,11 +159,17 @@ def _run_all(
     return result
 
 
-def _diagnose_file(
-    path: Path, rules: Sequence[Rule], facts: Mapping[str, object] | None, cell: str, exit_code: int | None
-) -> Diagnosis:
-    hits = logs.scan_file(path, rules) if exit_code != 0 else {}
-    found = diagnose(hits, rules, facts, cell=cell, exit_code=exit_code)
+@dataclass(frozen=True)
+class _CellFacts:
+    """The values of the cell a log came from, and the platforms that give them meaning."""
+
+    values: Mapping[str, str] | None
+    platforms: Mapping[str, Platform]
+
+
+def _diagnose_file(path: Path, rules: Sequence[Rule], facts: _CellFacts, cell: str, exit_code: int | None) -> Diagnosis:
+    with path.open("rb") as stream:
+        found = logs.diagnose_log(stream, rules, facts.values, facts.platforms, cell_id=cell, exit_code=exit_code)
     return replace(found, log=str(path), tail=logs.tail(path) if found.unclassified else ())
 
 
@@ -200,10 +206,10 @@ def diagnose_logs(
 ) -> int:
     """`ci-matrix diagnose LOG...`: each log as the log of a failed build."""
     rules: list[Rule] = list(files.load_project(manifest).rules) if manifest else list(files.trusted_builtin_rules())
-    facts, cell = None, ""
+    facts, cell = _CellFacts(None, files.catalog().platforms), ""
     if cell_text:
         project, found_cell, rules = resolve(manifest or Path(files.DEFAULT_MANIFEST), cell_text)
-        facts, cell = derive(dict(found_cell.values), project.manifest.platforms), found_cell.id
+        facts, cell = _CellFacts(dict(found_cell.values), project.manifest.platforms), found_cell.id
     results = []
     for path in paths:
         if not path.is_file():

@@ -254,11 +254,23 @@ def test_hostile_build_output_cannot_issue_workflow_commands(project: Path, tmp_
     assert "diagnosis<<ghadelimiter_" in outputs.read_text()
 
 
-def test_a_generic_crash_without_its_cell_stays_unclassified() -> None:
+def test_a_generic_crash_is_refined_by_what_its_own_log_shows() -> None:
+    # CMake's "compiler identification is NVIDIA 11.6" and -I.../cutlass/include say what the
+    # cell would: no --cell is needed to name the CUTLASS rule.
     log = str(FIXTURES / "cutlass-cuda-older-than-11-8" / "match.log")
-    without = json.loads(ci_matrix("diagnose", log, "--format", "json").stdout)
-    assert without["findings"] == [] and without["classified"] is False
-    assert "add a rule" in without["hint"]
+    found = json.loads(ci_matrix("diagnose", log, "--format", "json").stdout)["findings"][0]
+    assert (found["rule"], found["reached-by"], found["confidence"]) == (
+        "cutlass-cuda-older-than-11-8", "signature+evidence", "high")
+    assert found["refined-from"] == "nvcc-frontend-crash"
+    assert {(e["fact"], e["value"], e["line"]) for e in found["evidence"]} == {
+        ("uses", "cutlass", 7), ("cuda-version", "11.6", 1)}
+
+
+def test_a_generic_crash_without_telling_facts_stays_generic() -> None:
+    log = str(FIXTURES / "nvcc-frontend-crash" / "match.log")
+    found = json.loads(ci_matrix("diagnose", log, "--format", "json").stdout)["findings"]
+    assert [f["rule"] for f in found] == ["nvcc-frontend-crash"]
+    assert found[0]["maybe"] == [{"rule": "cutlass-cuda-older-than-11-8", "unknown": ["uses", "cuda-version"]}]
 
 
 def test_diagnose_names_the_rule_scoped_to_the_cell(tmp_path: Path) -> None:

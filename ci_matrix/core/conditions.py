@@ -2,11 +2,12 @@
 
 A condition is a value (equal), a list (any of), a comparison string such as
 `">= 2024-02-14, <= 2024-05-20"` or `"< sm_80"` (all must hold), `{not: ...}` or
-`{exists: true|false}`. Conditions compile once into predicates over typed facts.
+`{exists: true|false}` or `{all: [...]}` (each must hold). Conditions compile once into predicates over typed facts.
 """
 
 from __future__ import annotations
 
+import enum
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -59,6 +60,9 @@ def _compile_mapping(fact: str, spec: Mapping[str, Any]) -> Predicate:
     if "not" in spec:
         inner = compile_condition(fact, spec["not"])
         return lambda value: not inner(value)
+    if "all" in spec:  # several conditions on one fact, e.g. a flag present and another absent
+        parts = [compile_condition(fact, item) for item in spec["all"]]
+        return lambda value: all(part(value) for part in parts)
     wanted = bool(spec["exists"])
     return lambda value: (value is not MISSING) == wanted
 
@@ -76,6 +80,23 @@ def _compile_comparisons(fact: str, text: str) -> Predicate:
     return lambda value: value is not MISSING and all(test(value, x) for test, x in tests)
 
 
+class Truth(enum.Enum):
+    """What conditions say about facts that may be incomplete (a log shows some, not all)."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The truth of conditions and the facts that decided it: the facts of the clause that
+    holds, the facts that contradict, or the facts nobody knows."""
+
+    truth: Truth
+    facts: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Clause:
     """Conditions that must all hold: `(fact, predicate)` pairs."""
@@ -85,6 +106,16 @@ class Clause:
     def holds(self, facts: Mapping[str, Any]) -> bool:
         """Whether every condition holds for these facts."""
         return all(test(facts.get(fact, MISSING)) for fact, test in self.tests)
+
+    def evaluate(self, facts: Mapping[str, Any]) -> Verdict:
+        """Three answers: a fact these facts lack is unknown, not false; one that fails decides."""
+        failing = tuple(fact for fact, test in self.tests if fact in facts and not test(facts[fact]))
+        if failing:
+            return Verdict(Truth.FAILS, failing)
+        unknown = tuple(fact for fact, _ in self.tests if fact not in facts)
+        if unknown:
+            return Verdict(Truth.UNKNOWN, unknown)
+        return Verdict(Truth.HOLDS, tuple(fact for fact, _ in self.tests))
 
 
 @dataclass(frozen=True)
@@ -96,6 +127,18 @@ class Conditions:
     def holds(self, facts: Mapping[str, Any]) -> bool:
         """Whether any clause holds for these facts."""
         return any(clause.holds(facts) for clause in self.clauses)
+
+    def evaluate(self, facts: Mapping[str, Any]) -> Verdict:
+        """Holds when a clause holds, fails when every clause fails, else unknown (naming the
+        unknown facts of the clause that lacks the fewest)."""
+        verdicts = [clause.evaluate(facts) for clause in self.clauses]
+        for verdict in verdicts:
+            if verdict.truth is Truth.HOLDS:
+                return verdict
+        open_ = [v for v in verdicts if v.truth is Truth.UNKNOWN]
+        if open_:
+            return min(open_, key=lambda v: len(v.facts))
+        return Verdict(Truth.FAILS, tuple(dict.fromkeys(f for v in verdicts for f in v.facts)))
 
     @property
     def facts(self) -> frozenset[str]:

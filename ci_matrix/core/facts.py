@@ -32,7 +32,12 @@ AXES = (
 BUILD_FACTS = ("uses", "needs-gpu")
 #: Facts derived from the axis values.
 DERIVED = ("os", "cpu", "gpu", "rust-channel", "rust-date", "rust-version")
-
+#: Facts only a build log shows, read by the knowledge base's evidence extractors: the
+#: compiler's host triple, a nightly's commit date, whether rustc reported an error of its
+#: own, the GPU the program ran on, the flags of the failing iree-compile command.
+LOG_FACTS = ("rust-host", "rust-commit-date", "rust-error", "gpu-capability", "iree-compile-flags")
+#: Facts that hold a set of values; a condition's value asks whether the set contains it.
+SET_FACTS = frozenset(("uses", "iree-compile-flags"))
 
 
 def parse_release(text: str) -> tuple[int, ...]:
@@ -47,12 +52,14 @@ _TYPED: dict[str, Callable[[str], Any]] = {
     "cuda-version": parse_release,
     "iree-version": parse_release,
     "cuda-arch": arch_order,
+    "rust-commit-date": parse_date,
+    "gpu-capability": arch_order,
 }
 
 
 def known_facts(extra_axes: tuple[str, ...] = ()) -> frozenset[str]:
     """Every fact name a condition may use, given a project's extra axes."""
-    return frozenset(AXES + BUILD_FACTS + DERIVED + extra_axes)
+    return frozenset(AXES + BUILD_FACTS + DERIVED + LOG_FACTS + extra_axes)
 
 
 def is_ordered(fact: str) -> bool:

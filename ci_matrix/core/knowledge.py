@@ -42,6 +42,8 @@ class Diagnosis:
     fix: str
     match_on_config: bool = False
     priority: int = 0
+    refines: tuple[str, ...] = ()  # generic failures this rule explains when its scope holds
+    generic: bool = False  # many causes: named only when no specific rule explains the failure
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,16 @@ def rules_from_document(document: Document, facts: frozenset[str]) -> tuple[list
         if rule is not None:
             rules.append(rule)
     return rules, problems
+
+
+def unknown_refinements(rules: Iterable[Rule]) -> Iterator[tuple[Rule, str, str]]:
+    """(rule, id, hint) for each `refines` id that names no rule of the knowledge base."""
+    rules = list(rules)
+    known = {rule.id for rule in rules}
+    for rule in rules:
+        for target in rule.diagnosis.refines if rule.diagnosis else ():
+            if target not in known:
+                yield rule, target, did_you_mean(target, known)
 
 
 def duplicate_ids(rules: Iterable[Rule]) -> Iterator[tuple[Rule, Rule]]:
@@ -169,6 +181,10 @@ class _RuleReader:
         )
 
     def diagnosis(self, spec: Mapping[str, Any]) -> Diagnosis:
+        refines = tuple(str(r) for r in spec.get("refines", []))
+        if refines and "scope" not in spec:
+            self.fail(("diagnosis", "refines"), "a rule that refines a generic failure needs a diagnosis scope: "
+                      "the facts that tell its cause apart")
         return Diagnosis(
             signatures=tuple(str(s) for s in spec.get("signatures", [])),
             scope=self.conditions(spec.get("scope"), ("diagnosis", "scope")),
@@ -176,6 +192,8 @@ class _RuleReader:
             fix=str(spec["fix"]).strip(),
             match_on_config=bool(spec.get("match-on-config", False)),
             priority=int(spec.get("priority", 0)),
+            refines=refines,
+            generic=bool(spec.get("generic", False)),
         )
 
     def fixture(self, spec: Mapping[str, Any]) -> Fixture:

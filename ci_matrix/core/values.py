@@ -136,3 +136,17 @@ def runs_on(arch: Arch, capability: int) -> bool:
         return capability == arch.capability
     same_major = capability // 10 == arch.capability // 10
     return same_major and capability >= arch.capability
+
+
+_TRIPLE_CPU = {"aarch64": "arm64", "arm64": "arm64", "arm64e": "arm64", "x86_64": "x86_64", "amd64": "x86_64"}
+_TRIPLE_OS = (("apple-darwin", "macos"), ("linux", "linux"), ("windows", "windows"))
+
+
+def triple_platform(triple: str) -> tuple[str, str] | None:
+    """The (os, cpu) of a target triple such as `aarch64-apple-darwin`, in the catalog's
+    terms; None for a triple that names no platform ci-matrix knows (`aarch64-fuchsia`)."""
+    cpu = _TRIPLE_CPU.get(triple.partition("-")[0])
+    os_name = next((name for marker, name in _TRIPLE_OS if marker in triple), None)
+    if cpu is None or os_name is None:
+        return None
+    return os_name, cpu

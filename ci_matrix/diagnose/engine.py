@@ -1,25 +1,31 @@
-"""From scanner hits and a cell's facts to a diagnosis: which known failure this is.
+"""From scanner hits and what is known of the build to a diagnosis: which known failure this is.
 
-Pure: the scan of the log happens elsewhere. The most specific match wins: a rule's
-priority, then a signature scoped to the cell's values (a generic crash that only means
-something on such cells), then the longer pattern. A passing build is never given a
-known-failure diagnosis; a failure that matches nothing is reported as unclassified.
+Pure: the scan of the log happens elsewhere. What is known is the cell's facts plus the
+facts the log itself shows (evidence). A rule's diagnosis scope is evaluated on them with
+three answers: it holds, it fails (the rule is ruled out: a linux toolchain for an
+Apple-silicon bug), or it is unknown (the finding stands, with lower confidence). A generic
+failure (a rustc crash) becomes the specific rule that `refines` it when that rule's scope
+holds. The most specific match wins: a rule's priority, a log line over configuration,
+confidence, a scoped or refined rule over a generic one, then the longer pattern. A passing
+build is never given a known-failure diagnosis; a failure that matches nothing is unclassified.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
+from ci_matrix.core.conditions import Truth, Verdict
 from ci_matrix.core.knowledge import Rule
+from ci_matrix.diagnose.evidence import KEY_PREFIX, Conflict, Evidence, Facts
 from ci_matrix.diagnose.scanner import Hit, Signature
 
 UNCLASSIFIED_HINT = (
     "No known failure signature matched. If this failure is known, add a rule for it: a project rule file "
     "listed under `rules:` in ci-matrix.yml, with a `diagnosis.signatures` regex built from the failing line "
-    "(see `ci-matrix rules --format json` for examples), and a fixture log for `ci-matrix rules test`."
+    "(`ci-matrix rules draft LOG` proposes one), and a fixture log for `ci-matrix rules test`."
 )
+CONFIDENCE = ("low", "medium", "high")
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,21 @@ class Finding:
     groups: Mapping[str, str] = field(default_factory=dict)
     count: int = 0
     rank: tuple[int, ...] = ()
+    reached_by: str = "signature"  # signature | signature+evidence | configuration
+    confidence: str = "high"  # high | medium | low
+    evidence: tuple[Evidence, ...] = ()  # the facts that confirmed the rule's conditions
+    unknown: tuple[str, ...] = ()  # facts its conditions need that neither cell nor log gave
+    refined_from: str = ""  # the generic rule whose log line this finding explains
+    maybe: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (rule, unknown facts) that could refine it
+
+
+@dataclass(frozen=True)
+class RuledOut:
+    """A rule whose signature matched but whose conditions the facts contradict."""
+
+    rule: str
+    line: int
+    evidence: tuple[Evidence, ...]
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,10 @@ class Diagnosis:
     warnings: tuple[str, ...] = ()  # preflight warnings
     setup: tuple[str, ...] = ()  # what `ci-matrix setup` installed or found
     stage: str = "build"  # build | setup: where the cell failed
+    evidence: tuple[Evidence, ...] = ()  # every fact the log showed
+    conflicts: tuple[Conflict, ...] = ()  # facts the cell and the log disagree on
+    ruled_out: tuple[RuledOut, ...] = ()
+    draft: str = ""  # a proposed rule for an unclassified failure (`ci-matrix rules draft`)
 
     @property
     def unclassified(self) -> bool:
@@ -77,39 +102,52 @@ def signatures(rules: Iterable[Rule]) -> list[Signature]:
 def diagnose(
     hits: Mapping[str, Hit],
     rules: Sequence[Rule],
-    facts: Mapping[str, Any] | None,
+    facts: Facts | None = None,
     *,
     cell: str = "",
     exit_code: int | None = None,
+    cell_given: bool = False,
 ) -> Diagnosis:
-    """The diagnosis of a build: `exit_code` 0 means it passed; None means unknown but failed."""
+    """The diagnosis of a build: `exit_code` 0 means it passed; None means unknown but failed.
+
+    `facts` are the cell's plus the log's (`evidence.combine`); `cell_given` says whether a
+    cell was among them, which configuration-only findings need.
+    """
+    facts = facts or Facts()
     if exit_code == 0:
         return Diagnosis(cell, "passed", 0, ())
     by_id = {rule.id: rule for rule in rules}
     found: dict[str, Finding] = {}
+    ruled_out: dict[str, RuledOut] = {}
     for key, hit in hits.items():
         rule = by_id.get(key.rpartition("#")[0])
-        if rule is None or rule.diagnosis is None:
+        if key.startswith(KEY_PREFIX) or rule is None or rule.diagnosis is None:
             continue
         finding = _from_log(rule, hit, facts)
-        if finding is not None and (rule.id not in found or finding.rank > found[rule.id].rank):
+        if isinstance(finding, RuledOut):
+            ruled_out.setdefault(rule.id, finding)
+        elif rule.id not in found or finding.rank > found[rule.id].rank:
             found[rule.id] = finding
+    _refine(found, rules, facts)
     for rule in rules:
-        if rule.id not in found and _config_match(rule, facts):
-            found[rule.id] = _from_config(rule)
+        if rule.id not in found and cell_given and _config_match(rule, facts):
+            found[rule.id] = _from_config(rule, facts)
     ordered = sorted(found.values(), key=lambda f: f.rank, reverse=True)
-    return Diagnosis(cell, "failed", exit_code, tuple(ordered))
+    kept_out = tuple(r for rule_id, r in sorted(ruled_out.items()) if rule_id not in found)
+    return Diagnosis(cell, "failed", exit_code, tuple(ordered), evidence=tuple(facts.read_from_log()),
+                     conflicts=facts.conflicts, ruled_out=kept_out)
 
 
-def _from_log(rule: Rule, hit: Hit, facts: Mapping[str, Any] | None) -> Finding | None:
+def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
     assert rule.diagnosis is not None
     scope = rule.diagnosis.scope
-    if scope is not None and (facts is None or not scope.holds(facts)):
-        return None  # a generic line that only means this failure on such cells
+    verdict = scope.evaluate(facts.values) if scope is not None else Verdict(Truth.HOLDS)
+    if verdict.truth is Truth.FAILS:  # the facts contradict it: not this failure
+        return RuledOut(rule.id, hit.line, _evidence_of(verdict.facts, facts))
     pattern = rule.diagnosis.signatures[int(hit.key.rpartition("#")[2])]
-    rank = (rule.diagnosis.priority, 1, int(scope is not None), len(pattern), hit.line)
+    confidence = 2 if verdict.truth is Truth.HOLDS else 1
     return replace(
-        _from_config(rule),
+        _base(rule),
         matched_by="log",
         line=hit.line,
         end_line=hit.end_line,
@@ -118,20 +156,74 @@ def _from_log(rule: Rule, hit: Hit, facts: Mapping[str, Any] | None) -> Finding 
         after=hit.after,
         groups=dict(hit.groups),
         count=hit.count,
-        rank=rank,
+        rank=(rule.diagnosis.priority, 1, int(not rule.diagnosis.generic), confidence, int(scope is not None),
+              len(pattern), hit.line),
+        reached_by="signature+evidence" if scope is not None and verdict.truth is Truth.HOLDS else "signature",
+        confidence=CONFIDENCE[confidence],
+        evidence=_evidence_of(verdict.facts, facts) if verdict.truth is Truth.HOLDS else (),
+        unknown=verdict.facts if verdict.truth is Truth.UNKNOWN else (),
     )
 
 
-def _config_match(rule: Rule, facts: Mapping[str, Any] | None) -> bool:
+def _refine(found: dict[str, Finding], rules: Sequence[Rule], facts: Facts) -> None:
+    """Replace each generic finding by the specific rule whose scope the facts confirm; note
+    the ones they cannot confirm yet."""
+    for generic in [f for f in found.values() if f.matched_by == "log"]:
+        maybe = []
+        for rule in rules:
+            if rule.diagnosis is None or generic.rule not in rule.diagnosis.refines or rule.diagnosis.scope is None:
+                continue
+            verdict = rule.diagnosis.scope.evaluate(facts.values)
+            if verdict.truth is Truth.HOLDS:
+                specific = _refined(rule, generic, _evidence_of(verdict.facts, facts))
+                if rule.id not in found or found[rule.id].rank < specific.rank:
+                    found[rule.id] = specific
+                found.pop(generic.rule, None)
+                break
+            if verdict.truth is Truth.UNKNOWN:
+                maybe.append((rule.id, verdict.facts))
+        else:
+            if maybe and generic.rule in found:
+                found[generic.rule] = replace(found[generic.rule], maybe=tuple(maybe))
+
+
+def _refined(rule: Rule, generic: Finding, evidence: tuple[Evidence, ...]) -> Finding:
+    assert rule.diagnosis is not None
+    log_part = {k: getattr(generic, k) for k in ("line", "end_line", "text", "before", "after", "groups", "count")}
+    return replace(
+        _base(rule),
+        matched_by="log",
+        reached_by="signature+evidence",
+        confidence="high",
+        evidence=evidence,
+        refined_from=generic.rule,
+        rank=(rule.diagnosis.priority, 1, 1, 2, 1, *generic.rank[5:]),
+        **log_part,
+    )
+
+
+def _evidence_of(names: Iterable[str], facts: Facts) -> tuple[Evidence, ...]:
+    return tuple(facts.evidence[name] for name in names if name in facts.evidence)
+
+
+def _config_match(rule: Rule, facts: Facts) -> bool:
     """Silent failures: a failed cell that matches the rule's conditions is named."""
     diagnosis = rule.diagnosis
-    if diagnosis is None or not diagnosis.match_on_config or facts is None:
+    if diagnosis is None or not diagnosis.match_on_config:
         return False
     conditions = rule.when if diagnosis.scope is None else diagnosis.scope
-    return conditions is not None and conditions.holds(facts)
+    return conditions is not None and conditions.evaluate(facts.values).truth is Truth.HOLDS
 
 
-def _from_config(rule: Rule) -> Finding:
+def _from_config(rule: Rule, facts: Facts) -> Finding:
+    assert rule.diagnosis is not None
+    conditions = rule.when if rule.diagnosis.scope is None else rule.diagnosis.scope
+    evidence = _evidence_of(conditions.evaluate(facts.values).facts, facts) if conditions else ()
+    return replace(_base(rule), evidence=evidence)
+
+
+def _base(rule: Rule) -> Finding:
+    """A finding of this rule with nothing yet said of how it was reached."""
     assert rule.diagnosis is not None
     return Finding(
         rule=rule.id,
@@ -141,5 +233,7 @@ def _from_config(rule: Rule) -> Finding:
         explanation=rule.diagnosis.explanation,
         fix=rule.diagnosis.fix,
         references=rule.references,
-        rank=(rule.diagnosis.priority, 0, 1, 0, 0),
+        rank=(rule.diagnosis.priority, 0, 1, 0, 1, 0, 0),
+        reached_by="configuration",
+        confidence="low",
     )

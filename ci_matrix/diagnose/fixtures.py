@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ci_matrix.core.facts import derive
 from ci_matrix.core.knowledge import Fixture, Rule
-from ci_matrix.diagnose.engine import diagnose
 from ci_matrix.edges import files
-from ci_matrix.edges.logs import scanner_for
+from ci_matrix.edges.logs import diagnose_log
 from ci_matrix.errors import ExitCode
 
 
@@ -46,9 +44,9 @@ def run_fixture(rule: Rule, fixture: Fixture, rules: Sequence[Rule]) -> Outcome:
         data = fixture_bytes(rule, fixture)
     except OSError as exc:
         return Outcome(rule.id, fixture, (), False, f"cannot read: {exc}")
-    facts = derive(dict(fixture.cell), files.catalog().platforms) if fixture.cell else None
-    hits = scanner_for(tuple(rules)).scan(io.BytesIO(data))
-    got = tuple(f.rule for f in diagnose(hits, rules, facts, exit_code=1).findings)
+    cell = dict(fixture.cell) if fixture.cell else None
+    found = diagnose_log(io.BytesIO(data), rules, cell, files.catalog().platforms, exit_code=1)
+    got = tuple(f.rule for f in found.findings)
     if fixture.expect == "clean":
         return Outcome(rule.id, fixture, got, rule.id not in got)
     return Outcome(rule.id, fixture, got, bool(got) and got[0] == rule.id)

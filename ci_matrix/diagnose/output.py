@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ci_matrix.core import markdown
-from ci_matrix.diagnose.engine import UNCLASSIFIED_HINT, Diagnosis, Finding
+from ci_matrix.diagnose.engine import UNCLASSIFIED_HINT, Diagnosis, Finding, RuledOut
+from ci_matrix.diagnose.evidence import Conflict, Evidence
 from ci_matrix.edges.workflow import Annotation
 
 SCHEMA_ID = "https://ci-matrix.dev/schemas/diagnosis.schema.json"
@@ -23,7 +24,15 @@ def finding_record(finding: Finding) -> dict[str, Any]:
         "explanation": finding.explanation,
         "fix": finding.fix,
         "references": list(finding.references),
+        "reached-by": finding.reached_by,
+        "confidence": finding.confidence,
+        "evidence": [evidence_record(e) for e in finding.evidence],
+        "unknown": list(finding.unknown),
     }
+    if finding.refined_from:
+        record["refined-from"] = finding.refined_from
+    if finding.maybe:
+        record["maybe"] = [{"rule": rule, "unknown": list(facts)} for rule, facts in finding.maybe]
     if finding.matched_by == "log":
         record["log"] = {
             "line": finding.line,
@@ -35,6 +44,20 @@ def finding_record(finding: Finding) -> dict[str, Any]:
             "count": finding.count,
         }
     return record
+
+
+def evidence_record(item: Evidence) -> dict[str, Any]:
+    """A fact and where it came from."""
+    return {"fact": item.fact, "value": item.value, "source": item.source, "line": item.line, "text": item.text,
+            "match": item.match}
+
+
+def _conflict_record(conflict: Conflict) -> dict[str, Any]:
+    return {"fact": conflict.fact, "cell": conflict.cell, "log": evidence_record(conflict.log)}
+
+
+def _ruled_out_record(ruled: RuledOut) -> dict[str, Any]:
+    return {"rule": ruled.rule, "line": ruled.line, "evidence": [evidence_record(e) for e in ruled.evidence]}
 
 
 def diagnosis_record(diagnosis: Diagnosis) -> dict[str, Any]:
@@ -53,6 +76,10 @@ def diagnosis_record(diagnosis: Diagnosis) -> dict[str, Any]:
         "warnings": list(diagnosis.warnings),
         "setup": list(diagnosis.setup),
         "stage": diagnosis.stage,
+        "evidence": [evidence_record(e) for e in diagnosis.evidence],
+        "conflicts": [_conflict_record(c) for c in diagnosis.conflicts],
+        "ruled-out": [_ruled_out_record(r) for r in diagnosis.ruled_out],
+        "draft": diagnosis.draft or None,
     }
 
 
@@ -74,24 +101,77 @@ def render_text(diagnosis: Diagnosis) -> str:
     lines = [f"ci-matrix: {headline(diagnosis)}"]
     for i, finding in enumerate(diagnosis.findings):
         lines += _finding_text(finding, "" if i == 0 else "also matched: ")
+    lines += _facts_text(diagnosis)
     if diagnosis.unclassified:
         lines += ["", UNCLASSIFIED_HINT]
         if diagnosis.tail:
             lines += ["", "last lines of the log:", *(f"  | {line}" for line in diagnosis.tail)]
+        if diagnosis.draft:
+            draft = [f"  {line}" for line in diagnosis.draft.splitlines()]
+            lines += ["", "a rule for it (ci-matrix rules draft):", *draft]
     lines += [f"warning: {w}" for w in diagnosis.warnings]
     lines += [f"setup: {line}" for line in diagnosis.setup]
     return "\n".join(lines) + "\n"
+
+
+REACHED = {
+    "signature": "its log signature",
+    "signature+evidence": "a log signature, confirmed by the facts below",
+    "configuration": "the cell's configuration alone (this failure leaves no telltale log line)",
+}
+_SHOWN = 160  # characters of an evidence line shown in text and annotations
+
+
+def how(finding: Finding) -> str:
+    """How a finding was reached and how sure it is, in a few words."""
+    refined = f"; it refines the generic {finding.refined_from}" if finding.refined_from else ""
+    unknown = f"; not known: {', '.join(finding.unknown)}" if finding.unknown else ""
+    return f"{finding.confidence} confidence: {REACHED[finding.reached_by]}{refined}{unknown}"
+
+
+def evidence_lines(items: Sequence[Evidence]) -> list[str]:
+    """Facts grouped by where they came from: each log line once, with what was read on it."""
+    groups: dict[tuple[str, int, str], list[Evidence]] = {}
+    for item in items:
+        where = item.match or item.text if item.source == "log" else item.text
+        groups.setdefault((item.source, item.line, where), []).append(item)
+    lines = []
+    for (source, line, where), found in groups.items():
+        facts = ", ".join(f"{e.fact} = {e.value}" for e in found)
+        if source == "log":
+            lines.append(f"log line {line}: {facts}  ← {_short(where)}")
+        elif source == "default":
+            lines.append(f"{facts}  ← {where}")
+        else:
+            lines.append(f"the cell: {facts}")
+    return lines
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
 def _finding_text(finding: Finding, prefix: str) -> list[str]:
     lines = ["", f"{prefix}{finding.rule}: {finding.title}"]
     if finding.matched_by == "log":
         lines.append(f"  log line {finding.line}: {finding.text}")
-    else:
-        lines.append("  matched by the cell's configuration (this failure leaves no telltale log line)")
+    lines.append(f"  how: {how(finding)}")
+    lines += [f"  evidence: {line}" for line in evidence_lines(finding.evidence)]
+    lines += [f"  may be {rule}, if the log showed {', '.join(facts)}" for rule, facts in finding.maybe]
     lines += [f"  why: {finding.explanation}", f"  fix: {finding.fix}"]
     lines += [f"  see: {ref}" for ref in finding.references]
     return lines
+
+
+def _facts_text(diagnosis: Diagnosis) -> list[str]:
+    """Conflicts between the cell and the log, and rules the facts ruled out."""
+    lines = [f"conflict: the cell says {c.fact} = {c.cell}, the log says {c.log.value} "
+             f"(line {c.log.line}); the cell's value was used" for c in diagnosis.conflicts]
+    for ruled in diagnosis.ruled_out:
+        why = "; ".join(evidence_lines(ruled.evidence)) or "the cell's facts"
+        lines.append(f"ruled out: {ruled.rule} (its signature matched line {ruled.line}, but {why})")
+    return ["", *lines] if lines else []
 
 
 def annotations_of(diagnosis: Diagnosis) -> list[Annotation]:
@@ -100,7 +180,9 @@ def annotations_of(diagnosis: Diagnosis) -> list[Annotation]:
     for i, finding in enumerate(diagnosis.findings):
         title = f"Known failure: {finding.title}"[:255]
         where = f"log line {finding.line}: {finding.text}\n" if finding.matched_by == "log" else ""
-        message = f"{where}{finding.explanation}\nFix: {finding.fix}\n" + "\n".join(finding.references)
+        facts = "".join(f"evidence: {line}\n" for line in evidence_lines(finding.evidence))
+        message = (f"{where}{how(finding)}\n{facts}{finding.explanation}\nFix: {finding.fix}\n"
+                   + "\n".join(finding.references))
         items.append(Annotation("error" if i == 0 else "warning", message, title))
     if diagnosis.unclassified:
         tail = "\n".join(diagnosis.tail[-5:])
@@ -123,15 +205,20 @@ def _markdown_one(diagnosis: Diagnosis) -> list[str]:
     lines = [f"### {mark} {markdown_text(headline(diagnosis))}", ""]
     for i, finding in enumerate(diagnosis.findings):
         label = "**Diagnosis**" if i == 0 else "Also matched"
-        refs = " ".join(f"[{n + 1}]({markdown_text(r)})" for n, r in enumerate(finding.references))
-        lines.append(f"- {label}: `{finding.rule}`: {markdown_text(finding.title)} {refs}")
+        refs = " ".join(markdown.link(f"[{n + 1}]", r) for n, r in enumerate(finding.references))
+        lines.append(f"- {label}: {markdown.code(finding.rule)}: {markdown_text(finding.title)} {refs}")
         if finding.matched_by == "log":
-            lines += [f"  - log line {finding.line}:", "", "    ```text", f"    {fenced(finding.text)}", "    ```", ""]
-        else:
-            lines.append("  - matched by the cell's configuration (no telltale log line)")
+            lines += [f"  - log line {finding.line}:", "", *markdown.code_block([finding.text], "    "), ""]
+        lines.append(f"  - how: {markdown_text(how(finding))}")
+        if finding.evidence:
+            lines += ["  - evidence:", "", *markdown.code_block(evidence_lines(finding.evidence), "    "), ""]
         lines += [f"  - why: {markdown_text(finding.explanation)}", f"  - fix: {markdown_text(finding.fix)}"]
+    lines += [f"- {markdown_text(line)}" for line in _facts_text(diagnosis) if line]
     if diagnosis.unclassified:
-        lines += [markdown_text(UNCLASSIFIED_HINT), "", "```text", *(fenced(t) for t in diagnosis.tail), "```"]
+        lines += [markdown_text(UNCLASSIFIED_HINT), "", *markdown.code_block(diagnosis.tail)]
+        if diagnosis.draft:
+            lines += ["", "<details><summary>A rule for this failure (ci-matrix rules draft)</summary>", "",
+                      *markdown.code_block(diagnosis.draft.splitlines(), limit=2000), "", "</details>"]
     lines += [f"- ⚠️ {markdown_text(w)}" for w in diagnosis.warnings]
     lines += [f"- 🧰 {markdown_text(line)}" for line in diagnosis.setup]
     return [*lines, ""]

@@ -41,10 +41,15 @@ _Regex = Any  # google-re2 ships no type hints
 
 @dataclass(frozen=True)
 class Signature:
-    """One pattern of a rule: RE2 syntax, multi-line mode, case-sensitive unless ``(?i)``."""
+    """One pattern of a rule: RE2 syntax, multi-line mode, case-sensitive unless ``(?i)``.
+
+    ``last_only``: only the last match matters, not how often it occurred (evidence such as
+    a version banner), so the scan looks back from the end of a piece instead of walking it.
+    """
 
     key: str
     pattern: str
+    last_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,12 +64,14 @@ class Hit:
     before: tuple[str, ...]
     after: tuple[str, ...]
     count: int  # exact up to COUNT_LIMIT matches per piece of the log, a lower bound past it
+    matched: str = ""  # the text the pattern matched (capped), where a line holds much more
 
 
 @dataclass(frozen=True)
 class _Compiled:
     key: str
     regex: _Regex
+    last_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,7 @@ def _compile(sig: Signature) -> _Compiled:
         raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
-    return _Compiled(sig.key, regex)
+    return _Compiled(sig.key, regex, sig.last_only)
 
 
 def _reason(exc: Exception) -> str:
@@ -223,6 +230,12 @@ class _Run:
             self._locate(self._compiled[index], buf, until, final)
 
     def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
+        if sig.last_only:
+            last = _last_match(sig.regex, buf.data, 1, until)
+            if last is not None and last.end() > buf.accept_after:
+                self._counts[sig.key] = self._counts.get(sig.key, 0) + 1
+                self._found[sig.key] = _found(sig.key, buf, last, self._context, final)
+            return
         count, last = 0, None
         for match in sig.regex.finditer(buf.data, 1):
             if match.end() > until:
@@ -246,10 +259,11 @@ class _Run:
 
 
 def _last_match(regex: _Regex, data: bytes, start: int, until: int) -> Any:
-    """Return the last match in ``data[start:until]``, looking back from the end."""
+    """Return the last match in ``data[start:until]``, looking back from the end in growing
+    windows that begin at a line start (so a match is never cut off at its front)."""
     window = 256
     while True:
-        begin = max(start, until - window)
+        begin = max(start, data.rfind(b"\n", start, max(start, until - window)) + 1)
         last = None
         for match in regex.finditer(data, begin):
             if match.end() > until:
@@ -281,6 +295,7 @@ def _found(key: str, buf: _Buffer, match: Any, context: int, final: bool) -> _Fo
         before=tuple(before),
         after=tuple(after),
         count=0,
+        matched=_decode(data[start : min(end, start + 4 * TEXT_LIMIT)])[:TEXT_LIMIT],
     )
     return _Found(hit, 0 if complete else context - len(after))
 

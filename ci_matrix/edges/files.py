@@ -13,15 +13,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_matrix.core.catalog import Catalog, catalog_from
 from ci_matrix.core.document import Document, did_you_mean, fast_load, parse_yaml, schema_problems
 from ci_matrix.core.facts import known_facts
-from ci_matrix.core.knowledge import Rule, duplicate_ids, rules_from_document
+from ci_matrix.core.knowledge import Rule, duplicate_ids, rules_from_document, unknown_refinements
 from ci_matrix.core.manifest import Manifest, manifest_from
 from ci_matrix.core.provision import Toolkits, toolkits_from
 from ci_matrix.errors import ConfigError, Problem, UsageError
+
+if TYPE_CHECKING:
+    from ci_matrix.diagnose.evidence import Extractors
 
 DEFAULT_MANIFEST = "ci-matrix.yml"
 _PACKAGE = resources.files("ci_matrix")
@@ -64,6 +67,22 @@ def builtin_rule_files() -> list[tuple[str, str]]:
     folder = _PACKAGE / "knowledge"
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
     return [(f"ci_matrix/knowledge/{f.name}", f.read_text(encoding="utf-8")) for f in files]
+
+
+def evidence_files() -> list[tuple[str, str]]:
+    """(name, text) of every built-in evidence file (`knowledge/evidence/*.yaml`)."""
+    folder = _PACKAGE / "knowledge" / "evidence"
+    found = sorted((f for f in folder.iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name)
+    return [(f"ci_matrix/knowledge/evidence/{f.name}", f.read_text(encoding="utf-8")) for f in found]
+
+
+@functools.cache
+def extractors() -> Extractors:
+    """The knowledge base's evidence extractors (package data, checked against
+    `schemas/evidence.schema.json` by the tests, read here on the fast path)."""
+    from ci_matrix.diagnose.evidence import extractors_from, merged  # the scanner's side only
+
+    return merged(extractors_from(fast_load(text) or {}) for _, text in evidence_files())
 
 
 def knowledge_fixture(name: str) -> bytes:
@@ -116,7 +135,7 @@ def load_project(path: Path) -> Project:
     local = [_read_rule_file(path.parent, name) for name in (manifest.rule_files if manifest else ())]
     local_rules, rule_problems = read_rules(local, facts)
     rules = [*trusted_builtin_rules(), *local_rules]
-    problems += rule_problems + _clashing_ids(local_rules)
+    problems += rule_problems + _clashing_ids(local_rules) + _unknown_refinements(rules)
     ids = {r.id for r in rules}
     if document is None and manifest is not None and manifest.ignore_rules - ids:
         document, _ = parse_yaml(text, str(path))  # the fast path keeps no positions
@@ -136,6 +155,15 @@ def _clashing_ids(local_rules: Iterable[Rule]) -> list[Problem]:
             file, _, line = rule.origin.rpartition(":")
             message = f"rule id {rule.id!r} is already used by the built-in rule at {builtin[rule.id].origin}"
             problems.append(Problem(file, int(line), 1, "", message))
+    return problems
+
+
+def _unknown_refinements(rules: Iterable[Rule]) -> list[Problem]:
+    """A `refines` id that names no rule would never refine anything."""
+    problems = []
+    for rule, target, hint in unknown_refinements(rules):
+        file, _, line = rule.origin.rpartition(":")
+        problems.append(Problem(file, int(line), 1, "", f"rule {rule.id!r} refines unknown rule {target!r}{hint}"))
     return problems
 
 
@@ -194,6 +222,7 @@ def _read_rule_file(root: Path, name: str) -> tuple[str, str]:
 def builtin_rules() -> list[Rule]:
     """The built-in knowledge base, fully checked: schema, facts, positions."""
     rules, problems = read_rules(builtin_rule_files(), known_facts())
+    problems += _unknown_refinements(rules)
     if problems:
         raise ConfigError(problems)
     return rules

@@ -1,16 +1,21 @@
-"""The log edge: scanning a log file against the knowledge base, and its last lines."""
+"""The log edge: scanning a log against the knowledge base (signatures and evidence
+extractors in one pass), diagnosing it, and its last lines."""
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
+from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule
+from ci_matrix.diagnose import evidence
 from ci_matrix.diagnose.cleaning import clean
-from ci_matrix.diagnose.engine import signatures
+from ci_matrix.diagnose.engine import Diagnosis, diagnose, signatures
 from ci_matrix.diagnose.scanner import Hit, Scanner
+from ci_matrix.edges import files
 
 TAIL_LINES = 20
 _TAIL_BYTES = 16 << 10
@@ -18,14 +23,32 @@ _TAIL_BYTES = 16 << 10
 
 @functools.lru_cache(maxsize=4)
 def scanner_for(rules: tuple[Rule, ...]) -> Scanner:
-    """One compiled scanner per knowledge base (RE2 compiles once)."""
-    return Scanner(signatures(rules))
+    """One compiled scanner per knowledge base (RE2 compiles once): every rule's signatures
+    and every evidence extractor, found in the same pass."""
+    return Scanner([*signatures(rules), *files.extractors().signatures()])
 
 
 def scan_file(path: Path, rules: Sequence[Rule]) -> dict[str, Hit]:
-    """The last hit of every signature in the log at `path`."""
+    """The last hit of every signature and extractor in the log at `path`."""
     with path.open("rb") as stream:
         return scanner_for(tuple(rules)).scan(stream)
+
+
+def diagnose_log(
+    stream: BinaryIO | None,
+    rules: Sequence[Rule],
+    cell: Mapping[str, str] | None,
+    platforms: Mapping[str, Platform],
+    *,
+    cell_id: str = "",
+    exit_code: int | None = None,
+) -> Diagnosis:
+    """Scan a failed build's log (None: nothing to scan) and diagnose it with the cell's
+    values (None: no cell) and the facts the log shows."""
+    hits = scanner_for(tuple(rules)).scan(stream) if stream is not None and exit_code != 0 else {}
+    extractors = files.extractors()
+    known = evidence.combine(cell, platforms, evidence.read_log(hits, extractors), extractors.defaults)
+    return diagnose(hits, rules, known, cell=cell_id, exit_code=exit_code, cell_given=cell is not None)
 
 
 def tail(path: Path, count: int = TAIL_LINES) -> tuple[str, ...]:

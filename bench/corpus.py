@@ -1,0 +1,130 @@
+"""Score `ci-matrix diagnose` on the real-log corpus (tests/corpus), per domain and overall.
+
+    python bench/corpus.py                 # the held-out test half: the score to report
+    python bench/corpus.py --split dev --failures   # the development half, with what went wrong
+
+Each log is diagnosed as `ci-matrix diagnose LOG` would (with `--cell` facts where the
+entry gives them). Figures, per domain and overall:
+- right first: known failures whose first finding is the expected rule;
+- unclassified: known failures with no finding at all;
+- wrong on near-misses: near-misses (and unknown failures) whose first finding is a
+  specific rule they are not (a generic crash rule, or one the entry accepts, is not wrong).
+Failures are listed only for the development half: the test half is never tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+sys.path.insert(0, str(ROOT))
+
+from ci_matrix.edges import files  # noqa: E402
+from ci_matrix.edges.logs import diagnose_log  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One entry's outcome."""
+
+    id: str
+    domain: str
+    kind: str
+    expect: str
+    got: tuple[str, ...]
+    confidence: str
+    right: bool
+    source: str
+
+
+def entries(split: str) -> list[dict]:
+    """The corpus records of one half (`all`: both)."""
+    found = []
+    for index in sorted(CORPUS.glob("index-*.yaml")):
+        found += [e for e in yaml.safe_load(index.read_text(encoding="utf-8")) if split in ("all", e["split"])]
+    return found
+
+
+def score(entry: dict) -> Scored:
+    """Diagnose one log and judge the first finding."""
+    rules = list(files.trusted_builtin_rules())
+    generic = {r.id for r in rules if r.diagnosis is not None and r.diagnosis.generic}
+    cell = {str(k): str(v) for k, v in entry.get("cell", {}).items()} or None
+    with (CORPUS / entry["file"]).open("rb") as stream:
+        found = diagnose_log(stream, rules, cell, files.catalog().platforms, exit_code=1)
+    got = tuple(f.rule for f in found.findings)
+    expect = str(entry["expect"]).removeprefix("new:")
+    first = got[0] if got else None
+    if entry["kind"] == "known":
+        right = first == expect
+    else:
+        allowed = set(entry.get("accept", [])) | generic
+        right = first is None or (first in allowed and first != expect)
+    confidence = found.findings[0].confidence if found.findings else ""
+    return Scored(entry["id"], entry["domain"], entry["kind"], expect, got, confidence, right, entry["source"])
+
+
+def figures(scored: list[Scored]) -> dict[str, float | int]:
+    """Right-first, unclassified and wrong-near-miss figures for some entries."""
+    known = [s for s in scored if s.kind == "known"]
+    others = [s for s in scored if s.kind != "known"]
+    return {
+        "known": len(known),
+        "right-first": sum(s.right for s in known),
+        "right-first-share": round(sum(s.right for s in known) / len(known), 4) if known else 1.0,
+        "unclassified": sum(1 for s in known if not s.got),
+        "unclassified-rate": round(sum(1 for s in known if not s.got) / len(known), 4) if known else 0.0,
+        "near-misses": len(others),
+        "wrong-on-near-misses": sum(1 for s in others if not s.right),
+    }
+
+
+def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
+    """Figures per domain, per source kind (upstream threads or runs here), and overall."""
+    groups: dict[str, list[Scored]] = defaultdict(list)
+    for s in scored:
+        groups[s.domain].append(s)
+        groups["upstream logs" if s.source.startswith("http") else "runs here"].append(s)
+    table = {name: figures(items) for name, items in sorted(groups.items())}
+    table["overall"] = figures(scored)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("test", "dev", "all"), default="test")
+    parser.add_argument("--failures", action="store_true", help="list what went wrong (development half only)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    scored = [score(e) for e in entries(args.split)]
+    table = report(scored)
+    if args.json:
+        print(json.dumps(table, indent=2))
+    else:
+        print(f"real-log corpus, {args.split} half: {len(scored)} logs")
+        print(f"{'':16} {'right first':>14} {'unclassified':>13} {'wrong on near-misses':>21}")
+        for name, f in table.items():
+            right = f"{f['right-first']:>4}/{f['known']:<4} {f['right-first-share']:>5.0%}"
+            wrong = f"{f['wrong-on-near-misses']:>9}/{f['near-misses']}"
+            print(f"{name:16} {right} {f['unclassified']:>4} ({f['unclassified-rate']:>4.0%}) {wrong}")
+        print("targets (issue 10, test half): right first >= 95%, wrong on near-misses 0")
+    if args.failures:
+        if args.split != "dev":
+            print("failures are listed for the development half only", file=sys.stderr)
+            return 2
+        for s in scored:
+            if not s.right:
+                print(f"FAIL {s.id} ({s.kind}, expect {s.expect}): got {', '.join(s.got) or 'nothing'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
