@@ -119,9 +119,7 @@ class Cell:
         values = dict(self.values)
         details = [f"{k}: {values.get(k) or '(none)'} -> {v}" for k, v in fix.set if values.get(k) != v]
         values.update(fix.set)
-        details += [f"env {k}={v}" for k, v in fix.env]
-        details += [f"{tool} flags: {shlex.join(args)}" for tool, args in fix.flags]
-        detail = "; ".join(details) + (f" ({fix.note})" if fix.note else "")
+        detail = "; ".join((*details, *_fixed_details(fix))) + (f" ({fix.note})" if fix.note else "")
         change = Change(rule.id, rule.title, "workaround", detail, rule.references)
         return replace(
             self,
@@ -130,6 +128,12 @@ class Cell:
             rule_flags=_merge_flags(self.rule_flags, fix.flags),
             changes=(*self.changes, change),
         )
+
+
+@cache
+def _fixed_details(fix: Workaround) -> tuple[str, ...]:
+    """What a workaround adds whatever the cell: its env and flags, as the user reads them."""
+    return (*(f"env {k}={v}" for k, v in fix.env), *(f"{tool} flags: {shlex.join(args)}" for tool, args in fix.flags))
 
 
 def _merge_flags(first: Flags, second: Flags) -> Flags:

@@ -8,7 +8,11 @@ cells against 200 rules stay well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+import itertools
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import and_
 from typing import Any
 
 from ci_matrix.core.cells import id_keys, id_part
@@ -108,6 +112,8 @@ class BuildShortcut:
         missing = {fact: MISSING for fact in index.facts - covered}
         self._const = index.mask_of({**base_facts, **missing})
         names = [name for name, _ in build.axes]
+        self._base = base
+        self._axes = build.axes
         self._id_head = id_part("build", build.name)
         self._id_order = [names.index(k) for k in id_keys(build, names)]
         self._id_parts = [{v: id_part(name, v) for v in values} for name, values in build.axes]
@@ -124,3 +130,30 @@ class BuildShortcut:
         parts = [self._id_head]
         parts += [self._id_parts[i][combo[i]] for i in self._id_order]
         return "-".join(p for p in parts if p)
+
+    def combinations(self) -> Iterator[tuple[Values, str, int]]:
+        """(values, id, mask) of every combination of the plain cross product, in order.
+
+        Three products walk in step (value pairs, id parts, masks), so that a cell costs
+        a few C calls: the plan of 100,000 combinations stays well under a second.
+        """
+        head, tail = self._base[:1], self._base[1:]
+        pairs = self._product([{v: (name, v) for v in values} for name, values in self._axes])
+        ids = self._product([{v: "-" + p if p else "" for v, p in parts.items()} for parts in self._id_parts])
+        in_order = _picker(self._id_order)
+        const, first = self._const, self._id_head
+        for pair, id_parts, mask in zip(pairs, ids, self._product(self._masks), strict=True):
+            identifier = first + "".join(in_order(id_parts))
+            yield head + pair + tail, identifier if first else identifier[1:], functools.reduce(and_, mask, const)
+
+    def _product(self, tables: Sequence[Mapping[str, Any]]) -> Iterator[tuple[Any, ...]]:
+        """The cross product of what `tables` give each axis value, in the build's order."""
+        columns = ([table[v] for v in values] for table, (_, values) in zip(tables, self._axes, strict=True))
+        return itertools.product(*columns)
+
+
+def _picker(order: Sequence[int]) -> Callable[[tuple[str, ...]], Sequence[str]]:
+    """A function that picks these positions of a tuple, in this order."""
+    if len(order) > 1:
+        return operator.itemgetter(*order)
+    return lambda combo: tuple(combo[i] for i in order)
