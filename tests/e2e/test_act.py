@@ -274,6 +274,31 @@ def test_one_sticky_comment_names_both_known_failures(act_run: ActRun) -> None:
     assert "https://github.com/acme/ci-matrix-e2e/actions/runs/" in body
 
 
+GRID = """\
+**6** cells: ✅ 3 passed · 🔧 1 passed with a workaround · ❌ 2 failed, known cause
+
+| build · platform | stable debug llvm | 13.0 sm_75 | 13.0 sm_80 | llvm-cpu |
+|---|---|---|---|---|
+| rust-crate · linux-x86_64 | ✅ |   |   |   |
+| kernels · linux-x86_64 |   | 🔧 | ✅ |   |
+| model · linux-x86_64 |   |   |   | ✅ |
+| model-no-backend · linux-x86_64 |   |   |   | [❌](#ci-matrix-model-no-backend-linux-x86-64-iree-llvm-cpu) |
+| kernels-unguarded · linux-x86_64 |   | [❌](#ci-matrix-kernels-unguarded-linux-x86-64-cuda-13-0-sm-75) |   |   |
+"""
+
+
+def test_the_report_opens_with_the_matrix_at_a_glance(act_run: ActRun) -> None:
+    summaries = [r["content"] for r in act_run.records if r.get("jobID") == "report" and r.get("command") == "summary"]
+    assert summaries and all(s.startswith("## ci-matrix: 2 of 6 cells failed") for s in summaries)
+    [body] = [c.body for c in act_run.api.store.comments_on("acme", "ci-matrix-e2e", PR_NUMBER)]
+    for markdown in (summaries[0], body):
+        assert GRID in markdown and markdown.index(GRID) < markdown.index("### Known failures")
+        for anchor in ("model-no-backend-linux-x86-64-iree-llvm-cpu", "kernels-unguarded-linux-x86-64-cuda-13-0-sm-75"):
+            assert f'<a id="ci-matrix-{anchor}"></a>' in markdown  # where the grid's ❌ links to
+    [run] = act_run.api.store.check_runs.values()
+    assert GRID in run.output["summary"]
+
+
 def test_check_run_on_the_pull_request_head_with_one_annotation_per_failure(act_run: ActRun) -> None:
     runs = list(act_run.api.store.check_runs.values())
     assert [(r.name, r.head_sha, r.status, r.conclusion) for r in runs] == [
