@@ -68,6 +68,7 @@ class CellResult:
     tail: tuple[str, ...]  # last log lines (untrusted)
     draft: tuple[str, ...]  # a draft rule for an unclassified failure (untrusted)
     unknown_rules: int  # findings dropped because their rule is not in the knowledge base
+    setup: tuple[str, ...] = ()  # what setup did, when the cell failed setting up (untrusted)
 
     @property
     def state(self) -> CellState:
@@ -125,9 +126,11 @@ def _result(cell: Cell, record: Mapping[str, Any], rules: Mapping[str, Rule]) ->
     failed = record.get("outcome") == "failed"
     raw = [f for f in record.get("findings") or [] if isinstance(f, Mapping)] if failed else []
     findings = tuple(_finding(rules[f["rule"]], f) for f in raw if rules.get(str(f.get("rule"))) is not None)
+    in_setup = failed and record.get("stage") == "setup"
     return CellResult(cell, failed, _exit_code(record.get("exit-code")), findings,
                       _lines(record.get("tail"))[-TAIL_LINES:] if failed else (),
-                      _draft(record.get("draft")) if failed else (), len(raw) - len(findings))
+                      _draft(record.get("draft")) if failed else (), len(raw) - len(findings),
+                      _lines(record.get("setup"))[:TAIL_LINES] if in_setup else ())
 
 
 def _exit_code(value: Any) -> int | None:
@@ -251,8 +254,9 @@ def _unknown_section(failed: Sequence[CellResult]) -> str:
     lines = ["### Unclassified failures", ""]
     for result in failed:
         code = f" exit {result.exit_code}" if result.exit_code is not None else ""
+        code += ", before its build: its toolchains could not be set up" if result.setup else ""
         lines += [f"{_anchor(result.cell)}<details><summary><code>{md.html(result.cell.id)}</code>{code}</summary>",
-                  "", *md.code_block(result.tail)]
+                  "", *md.code_block([*result.setup, *result.tail])]
         if result.draft:
             lines += ["", "A draft rule for this failure (review it before adding it):", "",
                       *md.code_block(result.draft)]

@@ -68,3 +68,11 @@ def test_a_draft_is_shown_only_in_a_code_block(cells: Any) -> None:
     assert block.startswith("- id: new-rule\n  signatures: ['``\u200b` </details> [x](https://evil.example)")
     assert block.split("\n```\n")[0].endswith("``\u200b`\n@octo-org/everyone")
     assert unknown.count("</details>") == 1 + 2  # the skeleton's own, and twice inside code blocks
+
+
+def test_a_cell_that_failed_in_setup_says_so_with_what_setup_did(cells: Any) -> None:
+    beta = cells.cells[1].id
+    record = _record(beta, stage="setup", setup=["Rust beta: rustup failed @octo-org/everyone"], tail=["x"])
+    report = build_report(accept([("b.json", record)], cells, trusted_builtin_rules()), cells, "")
+    assert (f"<summary><code>{beta}</code> exit 101, before its build: its toolchains could not be set up"
+            "</summary>\n\n```text\nRust beta: rustup failed @octo-org/everyone\nx\n```") in report.sections[1]
