@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from ci_matrix.core.cells import Cell
+from ci_matrix.core.document import did_you_mean
 from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.core.matrix import plan
+from ci_matrix.diagnose import evidence
 from ci_matrix.diagnose.engine import Diagnosis
 from ci_matrix.diagnose.output import annotations_of, diagnosis_record, render_markdown, render_text
 from ci_matrix.edges import files, logs, process, workflow
@@ -169,7 +171,8 @@ class _CellFacts:
 
 def _diagnose_file(path: Path, rules: Sequence[Rule], facts: _CellFacts, cell: str, exit_code: int | None) -> Diagnosis:
     with path.open("rb") as stream:
-        found = logs.diagnose_log(stream, rules, facts.values, facts.platforms, cell_id=cell, exit_code=exit_code)
+        found = logs.diagnose_log(stream, rules, facts.values, facts.platforms, cell_id=cell, exit_code=exit_code,
+                                  source=path.name)
     return replace(found, log=str(path), tail=logs.tail(path) if found.unclassified else ())
 
 
@@ -196,6 +199,40 @@ def _github_report(
     workflow.append_file(env.get("GITHUB_OUTPUT"), workflow.outputs_text(outputs), err)
 
 
+def _diagnosis_context(
+    manifest: Path | None, cell_text: str | None, ignore: Sequence[str]
+) -> tuple[list[Rule], _CellFacts, str]:
+    """The rules a log is diagnosed with, the cell's facts (if a cell is named) and its id.
+    An ignored rule changes no cell; its failure is still recognised."""
+    rules: list[Rule] = list(files.load_project(manifest).rules) if manifest else list(files.trusted_builtin_rules())
+    for rule_id in sorted(set(ignore) - {r.id for r in rules}):
+        raise UsageError(f"--ignore-rule {rule_id}: no such rule{did_you_mean(rule_id, [r.id for r in rules])}")
+    if not cell_text:
+        return rules, _CellFacts(None, files.catalog().platforms), ""
+    project, found_cell, rules = resolve(manifest or Path(files.DEFAULT_MANIFEST), cell_text, ignore)
+    return rules, _CellFacts(dict(found_cell.values), project.manifest.platforms), found_cell.id
+
+
+def draft_rule(log: Path, manifest: Path | None, cell_text: str | None, write: Path | None, out: TextIO) -> int:
+    """`ci-matrix rules draft LOG`: a rule for the log's failure, printed or added to a rule file."""
+    rules, facts, _ = _diagnosis_context(manifest, cell_text, ())
+    if not log.is_file():
+        raise UsageError(f"{log}: no such log file")
+    with log.open("rb") as stream:
+        hits = logs.scanner_for(tuple(rules)).scan(stream)
+        log_facts = evidence.read_log(hits, files.extractors())
+        proposed = logs.rule_draft(stream, rules, facts.values, log_facts, source=log.name)
+    if write is None:
+        out.write(proposed.yaml)
+        fixture = "".join(f"#   {line}\n" for line in proposed.fixture.splitlines())
+        out.write(f"# fixtures/{proposed.fixture_file}:\n{fixture}")
+        return ExitCode.OK
+    files.add_draft(write, proposed.yaml, proposed.fixture_file, proposed.fixture)
+    out.write(f"added rule {proposed.rule_id} to {write} and its fixture fixtures/{proposed.fixture_file}; "
+              "write its explanation, fix and reference, then run ci-matrix rules test\n")
+    return ExitCode.OK
+
+
 def diagnose_logs(
     paths: Sequence[Path],
     manifest: Path | None,
@@ -203,13 +240,10 @@ def diagnose_logs(
     fmt: str,
     env: Mapping[str, str],
     out: TextIO,
+    ignore: Sequence[str] = (),
 ) -> int:
     """`ci-matrix diagnose LOG...`: each log as the log of a failed build."""
-    rules: list[Rule] = list(files.load_project(manifest).rules) if manifest else list(files.trusted_builtin_rules())
-    facts, cell = _CellFacts(None, files.catalog().platforms), ""
-    if cell_text:
-        project, found_cell, rules = resolve(manifest or Path(files.DEFAULT_MANIFEST), cell_text)
-        facts, cell = _CellFacts(dict(found_cell.values), project.manifest.platforms), found_cell.id
+    rules, facts, cell = _diagnosis_context(manifest, cell_text, ignore)
     results = []
     for path in paths:
         if not path.is_file():

@@ -49,12 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check the manifest and rule files")
     validate.add_argument("--manifest", type=Path, default=None,
                           help=f"manifest to check (default: {DEFAULT_MANIFEST} when no files are given)")
+    validate.add_argument("--ignore-rule", action="append", default=[], metavar="ID",
+                          help="a rule id the project does not want applied (checked to exist; repeatable)")
     validate.add_argument("files", nargs="*", type=Path, help="more manifests or rule files")
 
-    rules = sub.add_parser("rules", help="list the knowledge base, or test its fixtures")
-    rules.add_argument("action", nargs="?", choices=("list", "test"), default="list")
+    rules = sub.add_parser("rules", help="list the knowledge base, test its fixtures, or draft a rule from a log")
+    rules.add_argument("action", nargs="?", choices=("list", "test", "draft"), default="list")
+    rules.add_argument("log", nargs="?", type=Path, help="draft: the log of the unclassified failure")
     rules.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    rules.add_argument("--cell", default=None, help="draft: the cell the log came from (id or matrix entry JSON)")
+    rules.add_argument("--write", type=Path, default=None, metavar="RULE_FILE",
+                       help="draft: add the rule to this project rule file and its fixture beside it")
     run = sub.add_parser("run", help="build one cell with its workarounds; diagnose a failure")
     run.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST))
     run.add_argument("--cell", required=True, help="cell id, or the matrix entry as JSON (`${{ toJSON(matrix) }}`)")
@@ -80,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
     diagnose.add_argument("--cell", default=None, help="the cell the log came from (id or matrix entry JSON)")
     diagnose.add_argument("--format", choices=("text", "json"), default="text")
+    diagnose.add_argument("--ignore-rule", action="append", default=[], metavar="ID",
+                          help="with --cell: this rule changes no cell (its failure is still recognised; repeatable)")
 
     sub.add_parser("action", help="the GitHub Action's entry point (inputs in CI_MATRIX_* variables)")
     return parser

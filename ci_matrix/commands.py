@@ -118,12 +118,32 @@ def validate(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
         problems += files.check_file(path)
     if problems:
         raise ConfigError(problems)
+    _check_ignored(args.ignore_rule, paths)
     out.write(f"ok: {len(paths)} file{'s' if len(paths) != 1 else ''} valid\n")
     return ExitCode.OK
 
 
+def _check_ignored(ignored: list[str], paths: list[Path]) -> None:
+    """`--ignore-rule` ids must name rules: of the built-in base or of the manifests given."""
+    if not ignored:
+        return
+    known = {r.id for r in files.trusted_builtin_rules()}
+    for path in paths:
+        known |= files.rule_ids_in(path)
+    for rule_id in ignored:
+        if rule_id not in known:
+            raise UsageError(f"--ignore-rule {rule_id}: no such rule{did_you_mean(rule_id, known)}")
+
+
 def rules(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """`ci-matrix rules`: list the knowledge base (`rules test`: run its fixtures)."""
+    """`ci-matrix rules`: list the knowledge base (`rules test`: run its fixtures; `rules
+    draft LOG`: propose a rule for an unclassified failure)."""
+    if args.action == "draft":
+        from ci_matrix.cell_run import draft_rule
+
+        if args.log is None:
+            raise UsageError("rules draft needs the log: ci-matrix rules draft LOG [--cell ID]")
+        return draft_rule(args.log, args.manifest, args.cell, args.write, out)
     known = list(files.load_project(args.manifest).rules) if args.manifest else files.builtin_rules()
     if args.action == "test":
         from ci_matrix.diagnose.fixtures import run_fixture_tests
@@ -160,7 +180,7 @@ def diagnose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     """`ci-matrix diagnose LOG...`."""
     from ci_matrix.cell_run import diagnose_logs
 
-    return diagnose_logs(args.logs, args.manifest, args.cell, args.format, env, out)
+    return diagnose_logs(args.logs, args.manifest, args.cell, args.format, env, out, tuple(args.ignore_rule))
 
 
 def action(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:

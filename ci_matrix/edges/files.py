@@ -276,6 +276,36 @@ def check_file(path: Path) -> list[Problem]:
     return []
 
 
+def add_draft(rule_file: Path, rule_yaml: str, fixture_name: str, fixture: str) -> None:
+    """Append a drafted rule to a project rule file (created when missing) and write its fixture
+    beside it; the file is checked afterwards, and left as it was when the result is invalid."""
+    before = rule_file.read_text(encoding="utf-8") if rule_file.exists() else None
+    base = before if before is not None and before.strip() else "rules:\n"
+    indent = re.search(r"^([ \t]*)- id:", base, re.MULTILINE)
+    pad = indent[1] if indent else "  "
+    body = "".join(f"{pad}{line}\n" if line.strip() else "\n" for line in rule_yaml.splitlines())
+    rule_file.parent.mkdir(parents=True, exist_ok=True)
+    rule_file.write_text(base.rstrip("\n") + "\n\n" + body, encoding="utf-8")
+    fixture_path = rule_file.parent / "fixtures" / fixture_name
+    fixture_path.parent.mkdir(parents=True, exist_ok=True)
+    fixture_path.write_text(fixture, encoding="utf-8")
+    problems = check_file(rule_file)
+    if problems:
+        if before is None:
+            rule_file.unlink()
+        else:
+            rule_file.write_text(before, encoding="utf-8")
+        raise ConfigError(problems)
+
+
+def rule_ids_in(path: Path) -> set[str]:
+    """The rule ids a valid manifest (its project rules and the built-in ones) or rule file defines."""
+    data = fast_load(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and "rules" in data and "builds" not in data:
+        return {str(rule.get("id")) for rule in data.get("rules") or [] if isinstance(rule, dict)}
+    return {r.id for r in load_project(path).rules}
+
+
 def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
     """A project rule file may speak of the project's own axes; validate lets any name
     through that is written like one, and `load_project` checks it against the manifest."""

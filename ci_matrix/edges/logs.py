@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -13,12 +14,14 @@ from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.diagnose import evidence
 from ci_matrix.diagnose.cleaning import clean
+from ci_matrix.diagnose.draft import Draft, draft
 from ci_matrix.diagnose.engine import Diagnosis, diagnose, signatures
 from ci_matrix.diagnose.scanner import Hit, Scanner
 from ci_matrix.edges import files
 
 TAIL_LINES = 20
 _TAIL_BYTES = 16 << 10
+DRAFT_BYTES = 256 << 10
 
 
 @functools.lru_cache(maxsize=4)
@@ -42,13 +45,35 @@ def diagnose_log(
     *,
     cell_id: str = "",
     exit_code: int | None = None,
+    source: str = "the build log",
 ) -> Diagnosis:
     """Scan a failed build's log (None: nothing to scan) and diagnose it with the cell's
     values (None: no cell) and the facts the log shows."""
     hits = scanner_for(tuple(rules)).scan(stream) if stream is not None and exit_code != 0 else {}
     extractors = files.extractors()
-    known = evidence.combine(cell, platforms, evidence.read_log(hits, extractors), extractors.defaults)
-    return diagnose(hits, rules, known, cell=cell_id, exit_code=exit_code, cell_given=cell is not None)
+    log_facts = evidence.read_log(hits, extractors)
+    known = evidence.combine(cell, platforms, log_facts, extractors.defaults)
+    found = diagnose(hits, rules, known, cell=cell_id, exit_code=exit_code, cell_given=cell is not None)
+    if found.unclassified and stream is not None and stream.seekable():
+        proposed = rule_draft(stream, rules, cell, log_facts, source=source)
+        found = replace(found, draft=proposed.yaml)
+    return found
+
+
+def rule_draft(
+    stream: BinaryIO,
+    rules: Sequence[Rule],
+    cell: Mapping[str, str] | None,
+    log_facts: Mapping[str, evidence.Evidence],
+    *,
+    source: str,
+) -> Draft:
+    """A rule draft from the end of a log (its last `DRAFT_BYTES`, where an unclassified
+    failure's first error line is)."""
+    stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, stream.tell() - DRAFT_BYTES))
+    text = clean(stream.read()).decode("utf-8", errors="replace")
+    return draft(text, source=source, cell=cell, log_facts=log_facts, taken_ids=[r.id for r in rules])
 
 
 def tail(path: Path, count: int = TAIL_LINES) -> tuple[str, ...]:

@@ -1,0 +1,162 @@
+"""A rule draft for an unclassified failure: `ci-matrix rules draft LOG [--cell ID]`.
+
+From the first error line of the log, a signature with the volatile parts generalised
+(paths, hex addresses, temporary files, versions, hashes, numbers); from the cell and the
+facts the log shows, the rule's `when`; and a fixture: the lines around the error. The
+draft validates as a project rule file and passes `ci-matrix rules test`; its explanation,
+fix and reference are for the person who knows the failure to write.
+
+Pure: text in, text out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import re2
+import yaml
+
+from ci_matrix.diagnose.evidence import Evidence
+
+FIXTURE_BEFORE = 8
+FIXTURE_AFTER = 12
+SIGNATURE_LIMIT = 160  # characters of the error line a signature is built from
+# What marks a line as an error, in the words compilers, build tools and runtimes use.
+_ERROR_LINE = re.compile(
+    r"(?:\b(?:error|fatal|FATAL|ERROR|Error)\b(?:\[[A-Z]?\d+\])?\s*:"
+    r"|\bpanicked at\b|Segmentation fault|\bAssertion\b.*\bfailed\b|^Traceback \(most recent call last\)"
+    r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b)"
+)
+# Volatile parts of a line, most specific first, each with the RE2 that stands for it.
+_VOLATILE = (
+    (re.compile(r"0x[0-9a-fA-F]+"), r"0x[0-9a-fA-F]+"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"`:;,()\[\]<>]+)+"), r"[^\s'\"`]+"),  # paths, temp files
+    (re.compile(r"\b\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?\b"), r"[0-9][0-9A-Za-z.+-]*"),  # versions
+    (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), r"[0-9a-f]+"),  # hashes
+    (re.compile(r"(?<![A-Za-z_])\d+(?![A-Za-z_])"), r"\d+"),  # numbers, not digits inside names (fp8_e4m3)
+)
+# Facts worth a `when`: where the failure was seen, as the cell or the log says.
+_WHEN_FACTS = ("platform", "os", "cpu", "rust-toolchain", "rust-channel", "rust-date", "rust-version",
+               "rust-profile", "rust-backend", "rust-target", "cuda-version", "cuda-arch", "gpu-capability",
+               "iree-target", "iree-version")
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A proposed rule: its YAML text, its id, and the fixture log it names."""
+
+    rule_id: str
+    yaml: str
+    fixture_file: str
+    fixture: str
+
+
+def error_line(lines: list[str]) -> int:
+    """The index of the first line that reads as an error, else of the last non-empty line."""
+    for index, line in enumerate(lines):
+        if _ERROR_LINE.search(line):
+            return index
+    return max((i for i, line in enumerate(lines) if line.strip()), default=0)
+
+
+def signature_of(line: str) -> str:
+    """An RE2 signature matching `line` and its variants: volatile parts generalised (the
+    line itself, escaped, where the generalised pattern would not match it)."""
+    text = line.strip()[:SIGNATURE_LIMIT]
+    parts, pos = [], 0
+    for start, end, replacement in _volatile_spans(text):
+        parts += [_literal(text[pos:start]), replacement]
+        pos = end
+    parts.append(_literal(text[pos:]))
+    pattern = "".join(parts)
+    if not _matches(pattern, text):
+        pattern = _literal(text)
+    return pattern
+
+
+def _literal(text: str) -> str:
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+
+
+def _matches(pattern: str, text: str) -> bool:
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options).search(text) is not None
+    except re2.error:
+        return False
+
+
+def _volatile_spans(text: str) -> list[tuple[int, int, str]]:
+    """Non-overlapping volatile spans, the more specific kinds taking precedence."""
+    taken: list[tuple[int, int, str]] = []
+    for pattern, replacement in _VOLATILE:
+        for m in pattern.finditer(text):
+            if not any(m.start() < end and start < m.end() for start, end, _ in taken):
+                taken.append((m.start(), m.end(), replacement))
+    return sorted(taken)
+
+
+def rule_id(line: str, taken: Iterable[str]) -> str:
+    """A readable id from the error line's words, not used by any rule yet."""
+    words = re.findall(r"[a-z]{2,}", re.sub(r"(?:[/\\]\S+)", " ", line.lower()))
+    base = "draft-" + "-".join(words[:5]) if words else "draft-failure"
+    used, candidate, n = set(taken), base, 2
+    while candidate in used:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def when_of(cell: Mapping[str, str] | None, log: Mapping[str, Evidence]) -> dict[str, str]:
+    """Where the failure was seen: the cell's values, then what the log adds."""
+    found = {fact: str(value) for fact, value in (cell or {}).items() if fact in _WHEN_FACTS and value}
+    for fact in _WHEN_FACTS:
+        if fact not in found and fact in log:
+            found[fact] = log[fact].value
+    return found
+
+
+def draft(
+    log_text: str,
+    *,
+    source: str,
+    cell: Mapping[str, str] | None,
+    log_facts: Mapping[str, Evidence],
+    taken_ids: Iterable[str],
+) -> Draft:
+    """The rule draft for a failed build's log."""
+    lines = log_text.splitlines()
+    index = error_line(lines)
+    line = lines[index] if lines else ""
+    ident = rule_id(line, taken_ids)
+    fixture_file = f"{ident}/match.log"
+    fixture = "\n".join(lines[max(0, index - FIXTURE_BEFORE) : index + FIXTURE_AFTER + 1]) + "\n"
+    rule: dict[str, object] = {"id": ident, "title": f"Draft: {line.strip()[:100]}", "domain": "platform"}
+    when = when_of(cell, log_facts)
+    if when:
+        rule["when"] = when
+    rule |= {
+        "diagnosis": {
+            "signatures": [signature_of(line)],
+            "explanation": "Draft: say what causes this failure.",
+            "fix": "Draft: say how to avoid or work around it.",
+        },
+        "references": [f"Draft: the upstream issue or documentation of this failure (seen in {source})"],
+        "fixtures": [{"file": fixture_file, "expect": "match", "source": source}],
+    }
+    if cell:
+        fixtures = rule["fixtures"]
+        assert isinstance(fixtures, list)
+        fixtures[0]["cell"] = {k: v for k, v in cell.items() if k in _WHEN_FACTS and v}
+    text = yaml.safe_dump([rule], sort_keys=False, allow_unicode=True, width=100)
+    header = (
+        "# A rule for this failure, drafted by ci-matrix: put it under `rules:` in a project rule\n"
+        f"# file and its fixture at fixtures/{fixture_file} beside that file\n"
+        "# (`ci-matrix rules draft LOG --write FILE` does both), then write the explanation, fix and\n"
+        "# reference, and widen or narrow the signature. `when` says where it was seen: add an\n"
+        "# action (workaround or exclude) to act on such cells, or move it to diagnosis.scope to\n"
+        "# recognise the failure only there.\n"
+    )
+    return Draft(ident, header + text, fixture_file, fixture)

@@ -1,0 +1,190 @@
+"""Evidence read from the log, conditions with three answers, refinement and confidence, as
+`ci-matrix diagnose` shows them; the rule draft of an unclassified failure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from ci_matrix.cli import main
+from ci_matrix.core.conditions import Conditions, Truth, compile_clause
+from ci_matrix.diagnose.draft import signature_of
+from ci_matrix.diagnose.evidence import Default, Evidence, combine
+from ci_matrix.edges import files
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+FIXTURES = ROOT / "ci_matrix" / "knowledge" / "fixtures"
+
+
+def diagnose(capsys: pytest.CaptureFixture[str], log: Path, *extra: str) -> dict[str, Any]:
+    """`ci-matrix diagnose LOG --format json`, checked against the diagnosis schema."""
+    assert main(["diagnose", str(log), "--format", "json", *extra], {}) == 0
+    record: dict[str, Any] = json.loads(capsys.readouterr().out)
+    jsonschema.validate(record, files.schema("diagnosis"))
+    return record
+
+
+def facts_of(finding: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
+    return {e["fact"]: (e["value"], e["source"], e["line"]) for e in finding["evidence"]}
+
+
+def conditions(*clauses: dict[str, Any]) -> Conditions:
+    return Conditions(tuple(compile_clause(c) for c in clauses))
+
+
+def test_conditions_hold_fail_or_are_unknown() -> None:
+    window = conditions({"os": "macos", "rust-date": ">= 2024-02-14, <= 2024-05-20"}, {"rust-version": "== 1.78.0"})
+    in_window = {"os": "macos", "rust-date": dt.date(2024, 4, 24)}
+    assert window.evaluate(in_window).truth is Truth.HOLDS
+    assert window.evaluate({"os": "linux", "rust-date": dt.date(2024, 4, 24), "rust-version": (1, 29, 0)}).truth \
+        is Truth.FAILS
+    unknown = window.evaluate({"os": "macos"})
+    assert (unknown.truth, unknown.facts) == (Truth.UNKNOWN, ("rust-date",))
+    # one clause contradicted, the other open: still unknown, not false
+    assert window.evaluate({"os": "linux"}).truth is Truth.UNKNOWN
+
+
+def test_all_of_several_conditions_on_one_fact() -> None:
+    flags = conditions({"iree-compile-flags": {"all": ["--iree-hal-target-device=local",
+                                                       {"not": "--iree-hal-local-target-device-backends"}]}})
+    local = frozenset({"--iree-hal-target-device=local", "--iree-hal-target-device"})
+    assert flags.evaluate({"iree-compile-flags": local}).truth is Truth.HOLDS
+    with_backend = local | {"--iree-hal-local-target-device-backends"}
+    assert flags.evaluate({"iree-compile-flags": with_backend}).truth is Truth.FAILS
+    assert flags.evaluate({}).truth is Truth.UNKNOWN
+
+
+def test_the_cell_wins_and_the_conflict_is_kept() -> None:
+    log = {"cuda-version": Evidence("cuda-version", "13.0", "log", 3, "Cuda compilation tools, release 13.0, V13.0.88")}
+    known = combine({"cuda-version": "12.4"}, files.catalog().platforms, log)
+    assert known.values["cuda-version"] == (12, 4, 0)
+    assert [(c.fact, c.cell, c.log.value, c.log.line) for c in known.conflicts] == [("cuda-version", "12.4", "13.0", 3)]
+
+
+def test_derived_log_facts_and_defaults() -> None:
+    path = Evidence("rust-toolchain", "nightly-2024-04-24", "log", 7, "…")
+    host = Evidence("rust-host", "aarch64-apple-darwin", "log", 7, "…")
+    commit = {"rust-channel": Evidence("rust-channel", "nightly", "log", 2, "…"),
+              "rust-commit-date": Evidence("rust-commit-date", "2024-05-20", "log", 2, "…")}
+    backend = Default("rust-backend", "llvm", ("rust-channel",), "rustc's default")
+    known = combine(None, {}, {"rust-toolchain": path, "rust-host": host}, [backend])
+    values = known.values
+    assert (values["os"], values["cpu"], values["rust-date"]) == ("macos", "arm64", dt.date(2024, 4, 24))
+    assert known.values["rust-backend"] == "llvm" and known.evidence["rust-backend"].source == "default"
+    # `rustc 1.80.0-nightly (… 2024-05-20)` is nightly-2024-05-21: the first fixed one
+    assert combine(None, {}, commit).values["rust-date"] == dt.date(2024, 5, 21)
+    assert "rust-backend" not in combine(None, {}, {}, [backend]).values  # nothing says it is Rust
+
+
+def test_rust_gpu_segfault_posted_without_an_llvm_frame(capsys: pytest.CaptureFixture[str]) -> None:
+    record = diagnose(capsys, FIXTURES / "rust-gpu-aarch64-debug-segfault" / "issue-29-cargo.log")
+    first = record["findings"][0]
+    assert (first["rule"], first["reached-by"], first["confidence"], first["refined-from"]) == (
+        "rust-gpu-aarch64-debug-segfault", "signature+evidence", "high", "rustc-crashed")
+    assert facts_of(first) == {
+        "os": ("macos", "log", 4), "cpu": ("arm64", "log", 4), "rust-channel": ("nightly", "log", 4),
+        "rust-date": ("2024-04-24", "log", 4), "rust-profile": ("debug", "log", 4),
+        "rust-backend": ("llvm", "default", 0)}
+    assert any(e["match"].endswith("nightly-2024-04-24-aarch64-apple-darwin/") for e in first["evidence"])
+
+
+def test_a_2018_linux_host_rules_the_apple_silicon_rule_out(capsys: pytest.CaptureFixture[str]) -> None:
+    record = diagnose(capsys, FIXTURES / "rust-gpu-aarch64-debug-segfault" / "issue-52884-linux-host.log")
+    assert [f["rule"] for f in record["findings"]] == ["rustc-sigsegv", "rustc-crashed"]
+    assert [(r["rule"], {e["fact"]: e["value"] for e in r["evidence"]}) for r in record["ruled-out"]] == [
+        ("rust-gpu-aarch64-debug-segfault", {"os": "linux", "cpu": "x86_64"})]
+
+
+def test_iree_crash_with_the_local_device_and_no_backend(capsys: pytest.CaptureFixture[str]) -> None:
+    record = diagnose(capsys, FIXTURES / "iree-compile-segfault-cpu-target" / "issue-20283.log")
+    first = record["findings"][0]
+    assert (first["rule"], first["refined-from"], first["confidence"]) == (
+        "iree-compile-segfault-cpu-target", "iree-compile-crash", "high")
+    assert facts_of(first)["iree-compile-flags"][1:] == ("log", 2)
+
+
+def test_an_arch_rejection_without_a_version_in_sight_is_medium(capsys: pytest.CaptureFixture[str]) -> None:
+    record = diagnose(capsys, FIXTURES / "cuda-arch-pre-turing-removed-in-cuda-13" / "no-banner-sm70.log")
+    first = record["findings"][0]
+    assert (first["rule"], first["confidence"], first["unknown"]) == (
+        "cuda-arch-pre-turing-removed-in-cuda-13", "medium", ["cuda-version"])
+    with_banner = diagnose(capsys, FIXTURES / "cuda-arch-pre-turing-removed-in-cuda-13" / "match.log")["findings"][0]
+    assert (with_banner["confidence"], facts_of(with_banner)["cuda-version"]) == ("high", ("13.0", "log", 5))
+
+
+@pytest.mark.parametrize(("fixture", "rule"), [
+    ("cargo-edition-unsupported/cargo-1.95-edition-2027.log", "cargo-edition-unsupported"),
+    ("cuda-arch-specific-feature-needs-suffix/match.log", "cuda-arch-specific-feature-needs-suffix"),
+    ("cuda-arch-specific-feature-needs-suffix/match-arch-sm90a.log", "cuda-arch-specific-feature-needs-suffix"),
+    ("cuda-out-of-memory/match.log", "cuda-out-of-memory"),
+    ("cuda-out-of-memory/match-runtime.log", "cuda-out-of-memory"),
+])
+def test_issue_cases_named_from_the_log_alone(capsys: pytest.CaptureFixture[str], fixture: str, rule: str) -> None:
+    first = diagnose(capsys, FIXTURES / fixture)["findings"][0]
+    assert (first["rule"], first["confidence"]) == (rule, "high")
+
+
+def test_a_conflict_between_cell_and_log_is_shown(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    manifest = tmp_path / "ci-matrix.yml"
+    manifest.write_text("builds:\n  k:\n    platforms: [linux-x86_64]\n    cuda: {versions: ['12.4'], archs: [sm_70]}\n"
+                        "    run: nvcc k.cu\n", encoding="utf-8")
+    log = FIXTURES / "cuda-arch-pre-turing-removed-in-cuda-13" / "match.log"
+    cell = "k-linux-x86_64-cuda-12.4-sm_70"
+    assert main(["diagnose", str(log), "--manifest", str(manifest), "--cell", cell], {}) == 0
+    text = capsys.readouterr().out
+    assert "conflict: the cell says cuda-version = 12.4, the log says 13.0 (line 5); the cell's value was used" in text
+    assert "ruled out: cuda-arch-pre-turing-removed-in-cuda-13" in text
+
+
+def test_ignore_rule_is_accepted_by_diagnose_and_validate(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log = FIXTURES / "cuda-out-of-memory" / "match.log"
+    record = diagnose(capsys, log, "--ignore-rule", "cuda-out-of-memory")
+    assert record["findings"][0]["rule"] == "cuda-out-of-memory"  # ignored rules still recognise their failure
+    assert main(["diagnose", str(log), "--ignore-rule", "cuda-out-of-memroy"], {}) == 64
+    assert "did you mean 'cuda-out-of-memory'" in capsys.readouterr().err
+    manifest = ROOT / "examples" / "ci-matrix.yml"
+    assert main(["validate", "--manifest", str(manifest), "--ignore-rule", "cutlass-cuda-older-than-11-8"], {}) == 0
+    assert main(["validate", "--manifest", str(manifest), "--ignore-rule", "cutlass-cuda-older-than-11"], {}) == 64
+
+
+def test_signatures_generalise_volatile_parts() -> None:
+    line = "ptxas /tmp/tmpxft_000014b8_00000000-6_wg.ptx, line 27; error   : Instruction 'wgmma.fence' not supported"
+    assert signature_of(line) == (r"ptxas [^\s'\"`]+, line \d+; error   : Instruction 'wgmma\.fence' not supported")
+    assert signature_of("at 0x7f94deadbeef in libfoo.so.1.2.3") == (
+        r"at 0x[0-9a-fA-F]+ in libfoo\.so\.[0-9][0-9A-Za-z.+-]*")
+
+
+def test_a_draft_becomes_a_rule_that_passes_rules_test(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log = tmp_path / "build.log"
+    log.write_text("$ make\ncc -c a.c\na.c:12:3: error: unknown type name 'foo_t'\n  12 | foo_t x;\n"
+                   "make: *** [Makefile:3: all] Error 1\n", encoding="utf-8")
+    record = diagnose(capsys, log)
+    assert record["classified"] is False and "error: unknown type name" in record["draft"]
+    rule_file = tmp_path / "ci" / "rules.yml"
+    assert main(["rules", "draft", str(log), "--write", str(rule_file)], {}) == 0
+    (tmp_path / "ci-matrix.yml").write_text("rules: [ci/rules.yml]\nbuilds:\n  b:\n    platforms: [linux-x86_64]\n"
+                                            "    run: make\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["rules", "test", "--manifest", str(tmp_path / "ci-matrix.yml")], {}) == 0
+    assert "0 failed" in capsys.readouterr().out
+    again = diagnose(capsys, log, "--manifest", str(tmp_path / "ci-matrix.yml"))
+    assert again["findings"][0]["rule"] == "draft-error-unknown-type-name-foo"
+
+
+def test_a_draft_with_a_cell_says_where_it_was_seen(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    manifest = tmp_path / "ci-matrix.yml"
+    manifest.write_text("builds:\n  k:\n    platforms: [linux-x86_64]\n    cuda: {versions: ['12.4'], archs: [sm_80]}\n"
+                        "    run: nvcc k.cu\n", encoding="utf-8")
+    log = tmp_path / "k.log"
+    log.write_text("$ nvcc k.cu\nk.cu(3): error: identifier \"__nv_fp8_e8m0\" is undefined\n", encoding="utf-8")
+    assert main(["rules", "draft", str(log), "--manifest", str(manifest), "--cell", "k-linux-x86_64-cuda-12.4-sm_80"],
+                {}) == 0
+    text = capsys.readouterr().out
+    assert "  when:\n    platform: linux-x86_64\n    cuda-version: '12.4'\n    cuda-arch: sm_80\n" in text
+    assert r"""- 'k\.cu\(\d+\): error: identifier "__nv_fp8_e8m0" is undefined'""" in text
+    assert "    cell:\n      platform: linux-x86_64\n" in text
