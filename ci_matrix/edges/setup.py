@@ -2,9 +2,10 @@
 
 - Rust through rustup: the exact toolchain (dated nightlies included), the backend's
   components and the target; the build then runs with `RUSTUP_TOOLCHAIN` set.
-- CUDA: an nvcc of the cell's release in a folder of its own (PyPI wheels for 13.x; for
-  11.x/12.x Debian's compiler package, checked against its sha256, plus PyPI headers),
-  first on `PATH`, with `CUDA_HOME`/`CUDA_PATH`.
+- CUDA: a toolkit of the cell's release in a folder of its own, from the first of its
+  sources (as the core ordered them) that can be reached: PyPI wheels (13.x), NVIDIA's
+  redistributables (`edges/redist.py`), or Debian's compiler package checked against its
+  sha256 plus PyPI headers; first on `PATH`, with `CUDA_HOME`/`CUDA_PATH`/`CUDACXX`.
 - IREE: iree-base-compiler and -runtime of the cell's release in a virtual environment.
 
 Everything lands under one tools folder (`CI_MATRIX_TOOLS`, else the runner's tool cache,

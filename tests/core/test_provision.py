@@ -45,7 +45,8 @@ def test_a_cuda_release_no_source_carries_names_those_that_can() -> None:
         needs_of({"cuda-version": "11.2"}, toolkits(), "linux", "x86_64")
     message = str(caught.value)
     assert message.startswith("CUDA 11.2 cannot be set up: no source ci-matrix knows carries its nvcc")
-    assert "11.4, 11.5, 11.6, 11.7, 11.8, 12.0, 12.1, 12.2, 12.3, 12.4, 12.5, 12.6, 12.8, 12.9, 13.0, 13.1, 13.2" in message
+    assert ("on linux-x86_64 ci-matrix can set up CUDA 11.4, 11.5, 11.6, 11.7, 11.8, 12.0, 12.1, 12.2, 12.3, 12.4, "
+            "12.5, 12.6, 12.8, 12.9, 13.0, 13.1, 13.2") in message
 
 
 def test_platforms_each_source_covers() -> None:
