@@ -226,16 +226,21 @@ class _Run:
             if found.missing_after:
                 self._found[key] = _complete_after(found, buf, final)
         until = len(buf.data) if buf.ends_line or final else len(buf.data) - 1
-        for index in sorted(indices or ()):
-            self._locate(self._compiled[index], buf, until, final)
+        located = [m for m in (self._locate(self._compiled[i], buf, until) for i in sorted(indices or ())) if m]
+        # Line numbers in one walk over the buffer, in the order of the matches: many hits
+        # in a piece must not each count its newlines from the start.
+        line, pos = buf.first_line, 1
+        for sig, match, count in sorted(located, key=lambda item: item[1].start()):
+            line, pos = line + buf.data.count(b"\n", pos, match.start()), match.start()
+            context = 0 if sig.last_only else self._context
+            self._counts[sig.key] = self._counts.get(sig.key, 0) + count
+            self._found[sig.key] = _found(sig.key, buf, match, line, context, final)
 
-    def _locate(self, sig: _Compiled, buf: _Buffer, until: int, final: bool) -> None:
+    def _locate(self, sig: _Compiled, buf: _Buffer, until: int) -> tuple[_Compiled, Any, int] | None:
+        """The last match of `sig` that ends in this buffer's new part, and how many there were."""
         if sig.last_only:
             last = _last_match(sig.regex, buf.data, 1, until)
-            if last is not None and last.end() > buf.accept_after:
-                self._counts[sig.key] = self._counts.get(sig.key, 0) + 1
-                self._found[sig.key] = _found(sig.key, buf, last, self._context, final)
-            return
+            return (sig, last, 1) if last is not None and last.end() > buf.accept_after else None
         count, last = 0, None
         for match in sig.regex.finditer(buf.data, 1):
             if match.end() > until:
@@ -245,9 +250,7 @@ class _Run:
                 if count == COUNT_LIMIT:  # a flood of one failure: skip to its last match
                     last = _last_match(sig.regex, buf.data, match.end(), until) or last
                     break
-        if last is not None:
-            self._counts[sig.key] = self._counts.get(sig.key, 0) + count
-            self._found[sig.key] = _found(sig.key, buf, last, self._context, final)
+        return (sig, last, count) if last is not None else None
 
     def hits(self) -> dict[str, Hit]:
         """Return the final hits, in the order of the signatures."""
@@ -274,14 +277,13 @@ def _last_match(regex: _Regex, data: bytes, start: int, until: int) -> Any:
         window *= 16
 
 
-def _found(key: str, buf: _Buffer, match: Any, context: int, final: bool) -> _Found:
+def _found(key: str, buf: _Buffer, match: Any, line: int, context: int, final: bool) -> _Found:
     data = buf.data
     start, end = match.span()
     last = max(start, end - 1)  # the last matched byte (a match never is empty)
     line_start = max(1, data.rfind(b"\n", 1, start) + 1)
     line_end = data.find(b"\n", last)
     line_end = len(data) if line_end < 0 else line_end
-    line = buf.first_line + data.count(b"\n", 1, start)
     before = _lines_before(data, line_start, context)
     if len(before) < context:
         before = [*buf.ring, *before][-context:] if context else []
