@@ -28,6 +28,8 @@ EXCERPT_LINES = 5  # lines of a matched log excerpt
 DRAFT_LINES = 40  # lines of a draft rule for an unclassified failure
 NAMED_IGNORED = 20  # ignored files named one by one; the rest are counted
 ALSO_MATCHED = 5  # other rules named for one cell
+DETAILED_CELLS = 10  # cells of one rule shown with their log lines; the others are listed
+UNCLASSIFIED_PER_SECTION = 10  # unclassified cells (with their last log lines) per section
 NAME_LIMIT = 120  # characters of an ignored file's name
 _REACHED_BY = {
     "signature": "matched by its log signature",
@@ -178,9 +180,9 @@ def build_report(results: Results, plan: Plan, run_url: str) -> Report:
     title = _title(len(results.cells), known, unknown)
     sections = [_summary_section(title, results, plan, run_url)]
     if known:
-        sections.append(_known_section(known, run_url))
+        sections += _known_sections(known, run_url)
     if unknown:
-        sections.append(_unknown_section(unknown))
+        sections += _unknown_sections(unknown)
     changed = [c for c in plan.cells if c.changes or c.excluded is not None]
     if changed:
         sections.append(_changed_section(changed))
@@ -219,30 +221,42 @@ def _ignored_note(results: Results) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _known_section(failed: Sequence[CellResult], run_url: str) -> str:
-    lines = ["### Known failures", ""]
+def _known_sections(failed: Sequence[CellResult], run_url: str) -> list[str]:
+    """One section per rule, its cells below it: a comment too long for GitHub loses whole rules."""
+    groups: dict[str, list[CellResult]] = {}
     for result in failed:
+        groups.setdefault(result.findings[0].rule.id, []).append(result)
+    sections = [_rule_section(results, run_url) for results in groups.values()]
+    return [f"### Known failures\n\n{sections[0]}", *sections[1:]]
+
+
+def _rule_section(results: Sequence[CellResult], run_url: str) -> str:
+    rule = results[0].findings[0].rule
+    refs = " ".join(md.link(str(i + 1), r) for i, r in enumerate(rule.references))
+    lines = [f"#### {md.code(rule.id)} {md.text(rule.title)} {refs}".rstrip(), ""]
+    if rule.diagnosis is not None:
+        lines += [f"- why: {md.text(rule.diagnosis.explanation)}", f"- fix: {md.text(rule.diagnosis.fix)}"]
+    for result in results[:DETAILED_CELLS]:
         lines += _known_item(result, run_url)
+    rest = results[DETAILED_CELLS:]
+    if rest:
+        cells = ", ".join(f"{_anchor(r.cell)}{md.code(r.cell.id)}" for r in rest)
+        lines.append(f"- {len(rest)} more cells (their log lines are in their diagnosis files): {cells}")
     return "\n".join(lines).rstrip("\n")
 
 
 def _known_item(result: CellResult, run_url: str) -> list[str]:
     top = result.findings[0]
-    rule = top.rule
-    refs = " ".join(md.link(str(i + 1), r) for i, r in enumerate(rule.references))
     where = f" ({md.link('log', run_url)})" if run_url else ""
-    lines = [f"- {_anchor(result.cell)}**{md.code(result.cell.id)}**{where}: {md.code(rule.id)} "
-             f"{md.text(rule.title)} {refs}".rstrip()]
     confidence = f" (confidence: {top.confidence})" if top.confidence else ""
-    lines.append(f"  - {_REACHED_BY[top.reached_by]}{confidence}")
+    lines = [f"- {_anchor(result.cell)}**{md.code(result.cell.id)}**{where}: {_REACHED_BY[top.reached_by]}{confidence}"]
     if top.excerpt:
         at = f"log line {top.line}:" if top.line else "log:"
         lines += [f"  - {at}", "", *md.code_block(top.excerpt, "    "), ""]
     if top.evidence:
         lines += ["  - evidence:", "", *md.code_block(top.evidence, "    "), ""]
-    if rule.diagnosis is not None:
-        lines += [f"  - why: {md.text(rule.diagnosis.explanation)}", f"  - fix: {md.text(rule.diagnosis.fix)}"]
-    also = [md.code(r) for r in dict.fromkeys(f.rule.id for f in result.findings[1:]) if r != rule.id][:ALSO_MATCHED]
+    rule = top.rule.id
+    also = [md.code(r) for r in dict.fromkeys(f.rule.id for f in result.findings[1:]) if r != rule][:ALSO_MATCHED]
     return lines + ([f"  - also matched: {', '.join(also)}"] if also else [])
 
 
@@ -250,19 +264,22 @@ def _anchor(cell: Cell) -> str:
     return f'<a id="{anchor_name(cell.id)}"></a>'
 
 
-def _unknown_section(failed: Sequence[CellResult]) -> str:
-    lines = ["### Unclassified failures", ""]
-    for result in failed:
-        code = f" exit {result.exit_code}" if result.exit_code is not None else ""
-        code += ", before its build: its toolchains could not be set up" if result.setup else ""
-        lines += [f"{_anchor(result.cell)}<details><summary><code>{md.html(result.cell.id)}</code>{code}</summary>",
-                  "", *md.code_block([*result.setup, *result.tail])]
-        if result.draft:
-            lines += ["", "A draft rule for this failure (review it before adding it):", "",
-                      *md.code_block(result.draft)]
-        lines += ["", "</details>", ""]
-    lines.append("No known signature matched: add a rule (see the README's knowledge base section).")
-    return "\n".join(lines)
+def _unknown_sections(failed: Sequence[CellResult]) -> list[str]:
+    """Sections of UNCLASSIFIED_PER_SECTION cells: a comment too long for GitHub loses whole ones."""
+    hint = "No known signature matched: add a rule (see the README's knowledge base section)."
+    chunks = [failed[i : i + UNCLASSIFIED_PER_SECTION] for i in range(0, len(failed), UNCLASSIFIED_PER_SECTION)]
+    sections = ["\n".join(line for result in chunk for line in _unknown_item(result)).rstrip("\n") for chunk in chunks]
+    return [f"### Unclassified failures\n\n{hint}\n\n{sections[0]}", *sections[1:]]
+
+
+def _unknown_item(result: CellResult) -> list[str]:
+    code = f" exit {result.exit_code}" if result.exit_code is not None else ""
+    code += ", before its build: its toolchains could not be set up" if result.setup else ""
+    lines = [f"{_anchor(result.cell)}<details><summary><code>{md.html(result.cell.id)}</code>{code}</summary>",
+             "", *md.code_block([*result.setup, *result.tail])]
+    if result.draft:
+        lines += ["", "A draft rule for this failure (review it before adding it):", "", *md.code_block(result.draft)]
+    return [*lines, "", "</details>", ""]
 
 
 def _changed_section(cells: Sequence[Cell]) -> str:

@@ -212,3 +212,47 @@ def test_without_a_pull_request_only_the_check_run_is_posted(
     assert _report(env) == (0, "")
     assert [r.head_sha for r in github_api.store.check_runs.values()] == ["f" * 40]
     assert _comments(github_api) == [] and not github_api.store.comments
+
+
+def _big_project(tmp_path: Path, record: dict[str, object]) -> tuple[Path, Path]:
+    """A manifest of 16 builds x 16 values (256 cells) and a diagnosis file per cell."""
+    axis = ", ".join(f'"v{i:02d}"' for i in range(16))
+    build = "  b{:02d}:\n    platforms: [linux-x86_64]\n    axes: {{x: [{}]}}\n    run: [make]\n"
+    manifest = tmp_path / "big" / "ci-matrix.yml"
+    manifest.parent.mkdir()
+    manifest.write_text("version: 1\nbuilds:\n" + "".join(build.format(b, axis) for b in range(16)), "utf-8")
+    for b in range(16):
+        for v in range(16):
+            cell = f"b{b:02d}-linux-x86_64-x-v{v:02d}"
+            path = tmp_path / "diagnoses" / f"ci-matrix-diagnosis-{cell}" / f"{cell}.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps({**record, "cell": cell}), "utf-8")
+    return manifest, tmp_path / "diagnoses"
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_256_cell_matrix_that_failed_everywhere_stays_within_githubs_limits_grid_first(
+    github_api: ApiServer, project: Project, tmp_path: Path, sleeps: list[float], known: bool
+) -> None:
+    failing = json.loads((project.diagnoses / f"ci-matrix-diagnosis-{FAILING}" / f"{FAILING}.json").read_text("utf-8"))
+    if not known:
+        failing.update(findings=[], classified=False, tail=[f"error {i}: " + "x" * 390 for i in range(40)])
+    manifest, diagnoses = _big_project(tmp_path, failing)
+    assert _report(_env(github_api, project, tmp_path, manifest=str(manifest), diagnoses=str(diagnoses))) == (0, "")
+    [comment] = _comments(github_api)
+    [run] = github_api.store.check_runs.values()
+    kind = "256 known, 0 unclassified" if known else "0 known, 256 unclassified"
+    assert comment.startswith(f"{MARKER}\n\n## ci-matrix: 256 of 256 cells failed ({kind})")
+    mark = "❌" if known else "❓"
+    assert f"**256** cells: {mark} 256 failed" in comment
+    assert f"| b00 · linux-x86_64 | [{mark}](#ci-matrix-b00-linux-x86-64-x-v00) |" in comment
+    assert comment.count("| +4 more |") == 1 and comment.count(f" | {mark}4 |") == 16  # columns 13-16 folded
+    assert len(comment) <= 65_536 and len(run.output["summary"]) <= 65_535
+    if known:  # one rule: its section names every cell, so every mark of the grid leads somewhere
+        assert all(f'<a id="ci-matrix-b{b:02d}-linux-x86-64-x-v{v:02d}"></a>' in comment
+                   for b in range(16) for v in range(16))
+        assert "cut to keep this comment" not in comment
+    else:  # 256 log tails cannot fit: whole sections of 10 cells are cut, and the comment says so
+        assert "more sections were cut to keep this comment under GitHub's 65,536-character limit" in comment
+        assert comment.count("<details><summary><code>") % 10 == 0
+    assert len(run.annotations) == 256  # posted 50 at a time

@@ -44,7 +44,7 @@ def test_enums_are_shown_evidence_only_in_a_code_block(cells: Any) -> None:
     results = accept([("a.json", _record(stable, findings=[finding]))], cells, trusted_builtin_rules())
     report = build_report(results, cells, "")
     known = report.sections[1]
-    assert "  - matched by its log signature and the cell's evidence (confidence: medium)" in known
+    assert f"**`{stable}`**: matched by its log signature and the cell's evidence (confidence: medium)\n" in known
     assert "    ```text\n    rust-channel = ``\u200b` </details>" in known
     assert "    log line 7: ``\u200b` </details> [x](https://evil.example) @octo-org/everyone\n    ```" in known
     assert known.count("evil.example") == 2  # the two evidence lines, inside the code block
@@ -56,7 +56,8 @@ def test_a_value_outside_an_enum_is_not_shown(cells: Any) -> None:
     finding = _finding(**{"reached-by": EVIL, "confidence": EVIL})
     report = build_report(accept([("a.json", _record(stable, findings=[finding]))], cells,
                                  trusted_builtin_rules()), cells, "")
-    assert "  - matched by its log signature\n" in report.sections[1] and "evil" not in report.text
+    assert report.sections[1].endswith(f"**`{stable}`**: matched by its log signature")
+    assert "evil" not in report.text
 
 
 def test_a_draft_is_shown_only_in_a_code_block(cells: Any) -> None:

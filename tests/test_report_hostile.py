@@ -56,7 +56,7 @@ RUN_URL = "https://github.com/acme/widgets/actions/runs/1234"
 EVIL = "https://evil.example/phish"
 ATTACK = f"``` </details> [Click]({EVIL}) <img src=x onerror=alert(1)> @octo-org/everyone #1 {MARKER} {EVIL}"
 LEGEND_LINE = re.compile(r"^<sub>.*</sub>$", re.MULTILINE)
-SKELETON = {"p", "h2", "h3", "a", "strong", "code", "pre", "ul", "li", "details", "summary", "sub", "table",
+SKELETON = {"p", "h2", "h3", "h4", "a", "strong", "code", "pre", "ul", "li", "details", "summary", "sub", "table",
             "thead", "tbody", "tr", "th", "td"}
 MENTION = re.compile(r"(?<![A-Za-z0-9`])@[A-Za-z0-9]|(?<![A-Za-z0-9&])#[0-9]")
 
