@@ -154,11 +154,16 @@ def _draft(value: Any) -> tuple[str, ...]:
 def _finding(rule: Rule, finding: Mapping[str, Any]) -> KnownFinding:
     log = finding.get("log") if isinstance(finding.get("log"), Mapping) else None
     matched = "signature" if finding.get("matched-by") == "log" else "configuration"
-    reached = finding.get("reached-by") if finding.get("reached-by") in _REACHED_BY else matched
-    confidence = finding.get("confidence") if finding.get("confidence") in _CONFIDENCE else ""
+    reached = _one_of(finding.get("reached-by"), tuple(_REACHED_BY)) or matched
+    confidence = _one_of(finding.get("confidence"), _CONFIDENCE)
     line = log.get("line") if log and isinstance(log.get("line"), int) else None
     excerpt = tuple(str(log.get("text", "")).splitlines()[:EXCERPT_LINES]) if log else ()
-    return KnownFinding(rule, str(reached), str(confidence), line, excerpt, _evidence(finding.get("evidence")))
+    return KnownFinding(rule, reached, confidence, line, excerpt, _evidence(finding.get("evidence")))
+
+
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str:
+    """`value` when it is one of `allowed` (an enum of the schema), else ''."""
+    return value if isinstance(value, str) and value in allowed else ""
 
 
 def _evidence(value: Any) -> tuple[str, ...]:

@@ -51,9 +51,10 @@ def test_enums_are_shown_evidence_only_in_a_code_block(cells: Any) -> None:
     assert f"[❌](#{anchor_name(stable)})" in report.sections[0] and beta not in report.sections[1]
 
 
-def test_a_value_outside_an_enum_is_not_shown(cells: Any) -> None:
+@pytest.mark.parametrize("value", [EVIL, [EVIL], {"x": EVIL}])
+def test_a_value_outside_an_enum_is_not_shown(cells: Any, value: Any) -> None:
     stable = cells.cells[0].id
-    finding = _finding(**{"reached-by": EVIL, "confidence": EVIL})
+    finding = _finding(**{"reached-by": value, "confidence": value})
     report = build_report(accept([("a.json", _record(stable, findings=[finding]))], cells,
                                  trusted_builtin_rules()), cells, "")
     assert report.sections[1].endswith(f"**`{stable}`**: matched by its log signature")
