@@ -272,4 +272,7 @@ def test_shell_format_stays_evaluable_when_setup_warns(tmp_path: Path) -> None:
     assert "ci-matrix: warning: CUDA 11.8's nvcc accepts GCC 11 at most" in done.stderr
     as_json = ci_matrix("setup", "--manifest", str(manifest), "--cell", "kernels-linux-x86_64-cuda-11.8-sm_80",
                         "--format", "json", env=env)
-    assert json.loads(as_json.stdout)["warnings"][0].startswith("CUDA 11.8's nvcc accepts GCC 11 at most")
+    result = json.loads(as_json.stdout)
+    assert result["warnings"][0].startswith("CUDA 11.8's nvcc accepts GCC 11 at most")
+    # a folder finished from the second source is used as it is: no attempt at the first
+    assert result["done"] == [f"CUDA 11.8: already set up in {folder} (debian)"]

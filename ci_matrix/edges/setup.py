@@ -181,7 +181,7 @@ def _cuda(needs: CudaNeeds, root: Path, env: Mapping[str, str], say: Say) -> Pro
     """The first source that can be reached, in the order the core chose; a folder finished
     from any of them is used as it is."""
     folder = _folder(root, "cuda", needs.folder)
-    recipes = [recipe(s) for s in needs.sources]
+    recipes = [json.loads(json.dumps(recipe(s))) for s in needs.sources]  # as the marker file has them
     finished = _finished_recipe(folder)
     chosen = needs.sources[recipes.index(finished)] if finished in recipes else None
     notes: list[str] = []
