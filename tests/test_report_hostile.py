@@ -440,3 +440,16 @@ def test_ten_thousand_files_cannot_crowd_out_the_real_ones(
 def test_the_oracle_refuses_what_the_old_report_posted(project: Project, unsafe: str) -> None:
     with pytest.raises(AssertionError):
         assert_safe(unsafe, project)
+
+
+def test_a_fence_breakout_in_the_log_line_is_posted_exactly_as_inert_text(
+    github_api: ApiServer, project: Project, tmp_path: Path
+) -> None:
+    baseline = _baseline(github_api, project, tmp_path)
+    folder, _ = _hostile(project, tmp_path, _log_text(f"```\n{ATTACK}\n````\n~~~\n</details>\n6th line"))
+    posted = _run(github_api, project, tmp_path, folder)
+    real = _real(project, FAILING)["findings"][0]["log"]["text"]
+    inert = ATTACK.replace("```", "``\u200b`").replace("<!--", "<!\u200b--")
+    hostile = "\n".join(f"    {line}" for line in ["``\u200b`", inert, "``\u200b``", "~~~", "</details>"])
+    assert posted.comment == baseline.comment.replace(f"    {real}\n", f"{hostile}\n")  # 5 lines at most
+    assert posted.annotations == baseline.annotations
