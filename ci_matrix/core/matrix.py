@@ -42,15 +42,17 @@ class Plan:
 
 def plan(manifest: Manifest, rules: Sequence[Rule], catalog: Catalog, event: str = "") -> Plan:
     """Expand every build of the manifest and apply the knowledge base to each cell."""
-    with _without_gc_pauses():
+    with gc_paused():
         return _plan(manifest, rules, catalog, event)
 
 
 @contextmanager
-def _without_gc_pauses() -> Iterator[None]:
-    """A large plan allocates about ten objects per cell and frees none; none of them form
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a plan is made or written.
+
+    A large plan allocates about ten objects per cell and frees none; none of them form
     cycles, so the cyclic collector's repeated passes over them (a quarter of the time of
-    100,000 cells) find nothing. It runs again, as before, once the plan is made."""
+    100,000 cells) find nothing. It runs again, as before, afterwards."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
