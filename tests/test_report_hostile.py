@@ -296,6 +296,8 @@ DROPPED: dict[str, tuple[Craft, str]] = {
     "fifo": (_fifo, "not a regular file"),
     "hostile-file-name": (_extra(f"[Click]({EVIL.replace('/', '_')}) @octo-org `x` <img src=x>.json", [1]),
                           "does not match schemas/diagnosis.schema.json (type)"),
+    "file-name-not-utf8": (_raw(os.fsdecode(b"\xff\xfe@octo-org.json"), b"[1]"),
+                           "does not match schemas/diagnosis.schema.json (type)"),
     "newline-in-file-name": (_extra("\n## pwned\n@everyone.json", [1]),
                              "does not match schemas/diagnosis.schema.json (type)"),
 }

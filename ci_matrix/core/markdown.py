@@ -22,8 +22,11 @@ from urllib.parse import quote
 ZWSP = "\u200b"  # zero-width space: breaks a mention or autolink without showing
 LINE_LIMIT = 400  # characters of one log line shown; longer lines end in an ellipsis
 
-# Control characters and bidirectional overrides ("Trojan Source") are shown as U+FFFD.
-_UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Control characters, bidirectional overrides ("Trojan Source") and lone surrogates (a file name
+# that was not UTF-8) are shown as U+FFFD.
+_UNSAFE_CHARS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 # Markdown punctuation that may start inline markup; a backslash makes each literal.
 # An underscore between letters or digits cannot start emphasis: `x86_64` stays as it is.
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*\[\]#|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")

@@ -128,6 +128,7 @@ def test_a_code_block_holds_every_line(line: str) -> None:
 def test_lines_are_capped_and_cleaned() -> None:
     assert md.capped("x" * 1000) == "x" * (md.LINE_LIMIT - 1) + "…"
     assert md.clean("a\u202eb\x1b[0m\x00c\rd\ne") == "a\ufffdb\ufffd[0m\ufffdc d e"
+    assert md.code("\udcff\udcfe.json") == "`\ufffd\ufffd.json`"  # a file name that was not UTF-8
 
 
 def test_anchor_ids_are_plain() -> None:
