@@ -65,8 +65,11 @@ def code(value: object, *, table: bool = False) -> str:
 
     The fence is one backtick longer than the longest run inside. In a GFM table (`table=True`)
     `|` is escaped: there even a code span ends at an unescaped pipe, and `\\|` renders as `|`.
+    Mentions are broken too: GitHub does not resolve them in code, but a text cut to fit a limit
+    could end inside the span and leave the rest of it as prose.
     """
-    line = clean(value).replace("|", "\\|") if table else clean(value)
+    line = _quiet(clean(value))
+    line = line.replace("|", "\\|") if table else line
     longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if line.startswith(("`", " ")) or line.endswith(("`", " ")) or not line else ""
