@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ci_matrix.core.provision import DebianPackage
-from ci_matrix.edges import setup
+from ci_matrix.edges import debian, setup
 
 
 def _deb(files: dict[str, bytes]) -> bytes:
@@ -59,22 +59,22 @@ def served() -> Iterator[tuple[str, dict[str, bytes]]]:
 def test_a_download_whose_sha256_differs_is_refused(served: tuple[str, dict[str, bytes]]) -> None:
     url, files = served
     files["toolkit.deb"] = b"not what was pinned"
-    with pytest.raises(setup.SetupError, match="refusing to use it"):
-        setup._download(f"{url}/toolkit.deb", "0" * 64)
+    with pytest.raises(debian.DebianError, match="refusing to use it"):
+        debian.download(f"{url}/toolkit.deb", "0" * 64)
 
 
 def test_an_unreachable_package_says_so(served: tuple[str, dict[str, bytes]]) -> None:
     url, _files = served
-    with pytest.raises(setup.SetupError, match=r"cannot download .*/missing.deb"):
-        setup._download(f"{url}/missing.deb", "0" * 64)
+    with pytest.raises(debian.DebianError, match=r"cannot download .*/missing.deb"):
+        debian.download(f"{url}/missing.deb", "0" * 64)
 
 
 def test_a_deb_without_the_compiler_is_named(served: tuple[str, dict[str, bytes]], tmp_path: Path) -> None:
     url, files = served
     files["other.deb"] = _deb({"usr/bin/ptxas": b"#!/bin/sh\n"})
     package = DebianPackage(f"{url}/other.deb", hashlib.sha256(files["other.deb"]).hexdigest(), "x86_64")
-    with pytest.raises(setup.SetupError, match="has no bin/nvcc: not the compiler package"):
-        setup._assemble_from_debian(package, tmp_path, lambda _line: None)
+    with pytest.raises(debian.DebianError, match="has no bin/nvcc: not the compiler package"):
+        debian.assemble(package, tmp_path, lambda _line: None)
     assert (tmp_path / "toolkit" / "bin" / "ptxas").read_bytes() == b"#!/bin/sh\n"  # the ar and tar reading works
 
 

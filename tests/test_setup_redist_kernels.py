@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from ci_matrix.edges import setup as setup_edge
+from ci_matrix.edges import debian
 from ci_matrix.edges.files import toolkits
 from tests.cuda_redist import Component, Content, Mirror, publish, serve
 from tests.test_run import ci_matrix, record_of
@@ -95,7 +95,7 @@ def _release_12_4(inputs: Path, mirror: Path) -> None:
     deb = inputs / "deb-12.4"
     if not (deb / "bin" / "nvcc").exists():
         shutil.rmtree(deb, ignore_errors=True)
-        setup_edge._assemble_from_debian(packages.debian, deb.parent / "work-12.4", lambda _line: None)
+        debian.assemble(packages.debian, deb.parent / "work-12.4", lambda _line: None)
         (deb.parent / "work-12.4" / "toolkit").rename(deb)
         shutil.rmtree(deb.parent / "work-12.4")
     nvcc: dict[str, Content] = {f"bin/{p.name}": p for p in (deb / "bin").iterdir()
