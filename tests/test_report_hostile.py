@@ -294,6 +294,7 @@ DROPPED: dict[str, tuple[Craft, str]] = {
                                "a symbolic link"),
     "symlinked-folder": (_symlink("elsewhere", "/etc"), "a symbolic link"),
     "fifo": (_fifo, "not a regular file"),
+    "not-a-json-file": (_raw("README.md", f"{ATTACK}".encode()), "not a .json file"),
     "hostile-file-name": (_extra(f"[Click]({EVIL.replace('/', '_')}) @octo-org `x` <img src=x>.json", [1]),
                           "does not match schemas/diagnosis.schema.json (type)"),
     "file-name-not-utf8": (_raw(os.fsdecode(b"\xff\xfe@octo-org.json"), b"[1]"),

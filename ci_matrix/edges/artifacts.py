@@ -1,7 +1,8 @@
 """Reading the diagnosis files that a run uploaded as artifacts: attacker input for a fork's run.
 
-Only regular files named `*.json` count, at most MAX_FILES of them, each at most MAX_FILE_BYTES,
-UTF-8 JSON that `schemas/diagnosis.schema.json` accepts. Files named after a cell of the plan
+Only regular files named `*.json` count (anything else but a folder is ignored, named), at most
+MAX_FILES of them, each at most MAX_FILE_BYTES, UTF-8 JSON that `schemas/diagnosis.schema.json`
+accepts. Files named after a cell of the plan
 (`<cell id>.json`, as `run` writes them) are read first, so that a flood of other files cannot
 crowd them out. Symlinks are never followed (not even to a folder), devices and pipes are never
 opened, and every file left out is named with the reason. What the records may say is decided
@@ -54,15 +55,18 @@ def read_diagnoses(folder: Path, schema: Mapping[str, Any], cells: Collection[st
 
 
 def _candidates(folder: Path) -> tuple[list[str], list[Ignored]]:
-    """Names of the regular `*.json` files; symlinks and special files are ignored, named."""
+    """Names of the regular `*.json` files; every other entry but a folder is ignored, named
+    (`run` writes nothing else into the diagnoses folder)."""
     names: list[str] = []
     ignored: list[Ignored] = []
     for name, mode in _walk(folder):
         if stat.S_ISLNK(mode):
             ignored.append(Ignored(name, "a symbolic link"))
-        elif name.endswith(".json") and not stat.S_ISREG(mode):
+        elif not stat.S_ISREG(mode):
             ignored.append(Ignored(name, "not a regular file"))
-        elif name.endswith(".json"):
+        elif not name.endswith(".json"):
+            ignored.append(Ignored(name, "not a .json file"))
+        else:
             names.append(name)
     return names, ignored
 
