@@ -209,12 +209,13 @@ def test_pre_commit_hook_runs_validate_on_the_files_it_is_given(tmp_path) -> Non
 def test_explain_says_what_setup_installs_or_why_it_cannot(cli, tmp_path):
     code, out, _ = cli("explain", *EXAMPLE_ARGS, "kernels-linux-x86_64-cuda-11.8-sm_75")
     assert code == 0
-    assert "setup:     CUDA 11.8 nvcc from Debian's nvidia-cuda-toolkit and PyPI headers" in out.splitlines()
+    assert "setup:     CUDA 11.8 from NVIDIA's redistributables 11.8.0 linux-x86_64" in out  # each source, in order
+    assert "setup:       if that cannot be reached: Debian's nvidia-cuda-toolkit compiler package" in out
     manifest = tmp_path / "ci-matrix.yml"
     manifest.write_text('version: 1\nbuilds:\n  k:\n    platforms: [linux-x86_64]\n    uses: [cutlass]\n'
-                        '    cuda: {versions: ["11.6"], archs: [sm_80]}\n    run: [[nvcc, --version]]\n')
-    code, out, _ = cli("explain", "--manifest", str(manifest), "k-linux-x86_64-cuda-11.6-sm_80")
-    assert "setup:     CUDA 11.8 nvcc" in out  # after the CUTLASS rule's workaround
+                        '    cuda: {versions: ["11.2"], archs: [sm_80]}\n    run: [[nvcc, --version]]\n')
+    code, out, _ = cli("explain", "--manifest", str(manifest), "k-linux-x86_64-cuda-11.2-sm_80")
+    assert "setup:     CUDA 11.8 from" in out  # after the CUTLASS rule's workaround
     code, out, _ = cli("explain", "--manifest", str(manifest), "--ignore-rule", "cutlass-cuda-older-than-11-8",
-                       "k-linux-x86_64-cuda-11.6-sm_80")
-    assert "setup:     cannot be set up: CUDA 11.6 cannot be set up" in out
+                       "k-linux-x86_64-cuda-11.2-sm_80")
+    assert "setup:     cannot be set up: CUDA 11.2 cannot be set up" in out
