@@ -14,6 +14,7 @@ number of steps and the total stays linear. Signatures themselves only ever run 
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -48,6 +49,12 @@ _BULK_SEQUENCES = 4
 _BULK_MIN_SEEN = 16
 _SAMPLE_BYTES = 64 << 10
 
+# Up to this many CRs in a piece are turned into line ends one by one (see _line_ends); up
+# to this many lines with invalid UTF-8 are repaired one by one (see _valid_utf8).
+_CR_ONE_BY_ONE_MAX = 1 << 12
+_BAD_LINES_MAX = 1 << 10
+_UTF8_WINDOW = 16 << 10
+
 # How far back from a forced cut to look for an escape sequence it would split.
 _ESCAPE_REACH = 96
 
@@ -60,9 +67,8 @@ def clean(raw: bytes, *, at_line_start: bool = True) -> bytes:
     """
     data = raw.replace(b"\0", b"") if b"\0" in raw else raw
     if b"\r" in data:
-        # A lone CR (progress bars) ends a line too, so no text hides behind it.
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if b"\x1b" in data:
+        data = _line_ends(data)
+    if b"\x1b" in data:  # only a piece that holds an escape byte pays for removing escapes
         data = _strip_ansi(data)
     data = _strip_stamps(data, at_line_start=at_line_start)
     return _valid_utf8(data)
@@ -106,15 +112,48 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     return _STAMP_AFTER_NEWLINE.sub(b"\n", data)
 
 
+def _line_ends(data: bytes) -> bytes:
+    """Return ``data`` with CRLF and lone CR (progress bars) as LF, so no text hides behind a CR.
+
+    Cut at each CR, a piece costs one pass plus a step per CR; a piece of many CRs (a
+    Windows log) takes two ``replace`` passes instead.
+    """
+    parts = data.split(b"\r", _CR_ONE_BY_ONE_MAX)
+    if len(parts) > _CR_ONE_BY_ONE_MAX:
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return b"\n".join([parts[0], *(part[1:] if part[:1] == b"\n" else part for part in parts[1:])])
+
+
 def _valid_utf8(data: bytes) -> bytes:
-    """Return ``data`` as valid UTF-8, invalid sequences replaced by U+FFFD."""
+    """Return ``data`` as valid UTF-8, invalid sequences replaced by U+FFFD.
+
+    Only the lines that hold an invalid sequence are decoded with replacement and encoded
+    again (a newline never lies inside a UTF-8 sequence, so lines repair independently);
+    the rest is checked in windows, so that an error never copies more than one window.
+    Past ``_BAD_LINES_MAX`` such lines in a piece, the rest of it is repaired in one go.
+    """
     if data.isascii():
         return data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", "replace").encode("utf-8")
-    return data
+    view, kept = memoryview(data), list[bytes | memoryview]()
+    done = pos = repairs = 0  # done: where the bytes not yet kept start; pos: checked up to here
+    while pos < len(data):
+        end = pos + _UTF8_WINDOW
+        try:
+            pos += codecs.utf_8_decode(view[pos:end], "strict", end >= len(data))[1]
+        except UnicodeDecodeError as exc:
+            if repairs == _BAD_LINES_MAX:
+                return b"".join([*kept, _replaced(view[done:])])
+            bad = pos + exc.start
+            line_start = max(done, data.rfind(b"\n", done, bad) + 1)
+            line_end = data.find(b"\n", bad) + 1 or len(data)
+            kept += [view[done:line_start], _replaced(view[line_start:line_end])]
+            done = pos = line_end
+            repairs += 1
+    return b"".join([*kept, view[done:]]) if kept else data
+
+
+def _replaced(raw: memoryview) -> bytes:
+    return bytes(raw).decode("utf-8", "replace").encode("utf-8")
 
 
 def clean_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
