@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from ci_matrix.core import markdown as md
@@ -146,32 +147,45 @@ def render_states(cells: Sequence[Cell], states: Mapping[str, CellState], linked
     return f"**{len(cells)}** cells: {counts}\n\n{table}\n\n<sub>{legend}</sub>\n"
 
 
+Row = tuple[str, str]  # (build, platform)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where each cell goes: rows (build, platform) and columns (its other values), in order."""
+
+    rows: tuple[Row, ...]
+    columns: tuple[str, ...]
+    slots: Mapping[tuple[Row, str], tuple[Cell, ...]]
+
+    @classmethod
+    def of(cls, cells: Sequence[Cell]) -> _Layout:
+        slots: dict[tuple[Row, str], tuple[Cell, ...]] = {}
+        for cell in cells:
+            key = ((cell.build, dict(cell.requested)["platform"]), _column(cell))
+            slots[key] = (*slots.get(key, ()), cell)
+        return cls(tuple(_in_order(k[0] for k in slots)), tuple(_in_order(k[1] for k in slots)), slots)
+
+    def cells(self, rows: Sequence[Row], columns: Sequence[str]) -> list[Cell]:
+        """The cells of these rows and columns."""
+        return [c for r in rows for col in columns for c in self.slots.get((r, col), ())]
+
+
 def _state_table(cells: Sequence[Cell], state: Mapping[str, CellState], linked: Collection[str]) -> str:
-    rows = _in_order((c.build, dict(c.requested)["platform"]) for c in cells)
-    columns = _in_order(_column(c) for c in cells)
-    slots: dict[tuple[tuple[str, str], str], list[Cell]] = {}
-    for cell in cells:
-        slots.setdefault(((cell.build, dict(cell.requested)["platform"]), _column(cell)), []).append(cell)
-    shown_columns, folded_columns = columns[:MAX_COLUMNS], columns[MAX_COLUMNS:]
-    head = ["build · platform", *(_escape(c) for c in shown_columns)]
-    head += [f"+{len(folded_columns)} more"] if folded_columns else []
+    layout = _Layout.of(cells)
+    shown, folded = layout.columns[:MAX_COLUMNS], layout.columns[MAX_COLUMNS:]
+    head = ["build · platform", *(_escape(c) for c in shown), *([f"+{len(folded)} more"] if folded else [])]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-
-    def marks(row: Sequence[tuple[str, str]], cols: Sequence[str], link: bool) -> str:
-        found = [c for r in row for col in cols for c in slots.get((r, col), ())]
-        if link and len(row) == 1 and len(cols) == 1:
-            return " ".join(_state_mark(c, state[c.id], c.id in linked) for c in found) or " "
-        return _counts(state[c.id] for c in found)
-
-    for row in rows[:MAX_ROWS]:
-        cells_of_row = [marks([row], [col], True) for col in shown_columns]
-        cells_of_row += [marks([row], folded_columns, False)] if folded_columns else []
-        lines.append(f"| {_escape(row[0])} · {_escape(row[1])} | " + " | ".join(cells_of_row) + " |")
-    if rows[MAX_ROWS:]:
-        rest = rows[MAX_ROWS:]
-        folded = [marks(rest, [col], False) for col in shown_columns]
-        folded += [marks(rest, folded_columns, False)] if folded_columns else []
-        lines.append(f"| +{len(rest)} more rows | " + " | ".join(folded) + " |")
+    for row in layout.rows[:MAX_ROWS]:
+        marks = [" ".join(_state_mark(c, state[c.id], c.id in linked) for c in layout.cells([row], [col])) or " "
+                 for col in shown]
+        marks += [_counts(state[c.id] for c in layout.cells([row], folded))] if folded else []
+        lines.append(f"| {_escape(row[0])} · {_escape(row[1])} | " + " | ".join(marks) + " |")
+    rest = layout.rows[MAX_ROWS:]
+    if rest:
+        counts = [_counts(state[c.id] for c in layout.cells(rest, [col])) for col in shown]
+        counts += [_counts(state[c.id] for c in layout.cells(rest, folded))] if folded else []
+        lines.append(f"| +{len(rest)} more rows | " + " | ".join(counts) + " |")
     return "\n".join(lines)
 
 
