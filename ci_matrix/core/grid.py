@@ -58,14 +58,12 @@ def _column(cell: Cell) -> str:
 
 
 def _grid(build: str, cells: list[Cell]) -> list[str]:
-    columns = _in_order(_column(c) for c in cells)
-    platforms = _in_order(dict(c.requested)["platform"] for c in cells)
-    lines = [f"### {_escape(build)}", "", "| platform | " + " | ".join(_escape(c) for c in columns) + " |"]
-    lines.append("|---" * (len(columns) + 1) + "|")
-    for platform in platforms:
-        row = [_mark([c for c in cells if dict(c.requested)["platform"] == platform and _column(c) == col])
-               for col in columns]
-        lines.append(f"| {_escape(platform)} | " + " | ".join(row) + " |")
+    layout = _Layout.of(cells)
+    lines = [f"### {_escape(build)}", "", "| platform | " + " | ".join(_escape(c) for c in layout.columns) + " |"]
+    lines.append("|---" * (len(layout.columns) + 1) + "|")
+    for row in layout.rows:
+        marks = [_mark(layout.cells([row], [col])) for col in layout.columns]
+        lines.append(f"| {_escape(row[1])} | " + " | ".join(marks) + " |")
     return [*lines, ""]
 
 
