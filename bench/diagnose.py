@@ -6,8 +6,9 @@ Generates a realistic build log (compiler output, some of it in colour, a few re
 lines), an adversarial one (runs of 'a', near-miss prefixes of every pattern, whitespace
 runs, random bytes) and an escape flood, then times the scanner (in a fresh subprocess,
 whose ru_maxrss is its peak memory) and `LC_ALL=C grep -E -c -f` on the same files in the
-same run, alternating (scan, grep, scan, grep, ...), and prints medians. The patterns are every signature of ci_matrix/knowledge/*.yaml, topped up with
-realistic synthetic ones to at least 120.
+same run, alternating (scan, grep, scan, grep, ...), and prints medians. The patterns are
+every signature of ci_matrix/knowledge/*.yaml, topped up with realistic synthetic ones to
+at least 120.
 """
 
 from __future__ import annotations
