@@ -66,6 +66,16 @@ def test_a_hard_link_out_of_the_archive_is_refused(tmp_path: Path) -> None:
         unpack(archive, top, tmp_path / "toolkit")
 
 
+def test_a_link_that_escapes_through_an_earlier_link_is_refused(tmp_path: Path) -> None:
+    top = "cuda_cccl-linux-x86_64-12.4.127-archive"
+    archive = tmp_path / f"{top}.tar.xz"  # `d -> .` makes include/d/d/d/e really include/e
+    archive.write_bytes(tar_xz([member(f"{top}/include/d", ("link", ".")),
+                                member(f"{top}/include/d/d/d/e", ("link", "../../.."))]))
+    with pytest.raises(ArchiveRefused, match="points out of the folder"):
+        unpack(archive, top, tmp_path / "toolkit")
+    assert not (tmp_path / "toolkit" / "include" / "e").is_symlink()
+
+
 def test_links_inside_the_folder_are_kept(tmp_path: Path) -> None:
     top = "cuda_cudart-linux-x86_64-12.4.127-archive"
     hard = tarfile.TarInfo(f"{top}/lib/libcudart.so.12.4.127")

@@ -10,6 +10,7 @@ component lands in the same toolkit root.
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import tarfile
@@ -88,6 +89,12 @@ def _write_tar_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: PureP
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove(target)
     if member.issym():
+        # checked again where the link really lands: an earlier link (`d -> .`) can make a
+        # member's path look deeper than it is
+        lands = Path(os.path.normpath(target.parent.resolve() / member.linkname))
+        if not lands.is_relative_to(dest.resolve()):
+            raise ArchiveRefused(f"{what}: link {member.name!r} -> {member.linkname!r} points out of the folder; "
+                                 "refusing the archive")
         target.symlink_to(member.linkname)
         return 1
     if member.islnk():

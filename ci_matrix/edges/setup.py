@@ -187,8 +187,7 @@ def _cuda(needs: CudaNeeds, root: Path, env: Mapping[str, str], say: Say) -> Pro
             build = functools.partial(_build_cuda, source, folder=folder, env=env, say=say)
             built = _ensure(folder, recipe(source), build)
         except redist.RedistUnreachable as exc:
-            notes.append(f"CUDA {needs.version}: {describe_source(source)} cannot be reached ({exc}); "
-                         "trying the next source")
+            notes.append(f"CUDA {needs.version}: {exc}; trying the next source")
             say(f"ci-matrix setup: {notes[-1]}")
             continue
         chosen = source
