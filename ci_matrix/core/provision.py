@@ -84,6 +84,7 @@ class CudaNeeds:
     components: tuple[str, ...] = ()  # the manifest's extra components
     host_gcc: int = 0  # newest GCC major this nvcc accepts (0: no limit known)
     windows: bool = False
+    passed_over: tuple[str, ...] = ()  # sources that have the release but not for this cell, and why
 
     @property
     def folder(self) -> str:
@@ -197,7 +198,21 @@ def cuda_needs(version: str, toolkits: Toolkits, os: str, cpu: str, components: 
         raise Unavailable(_unavailable(version, toolkits, os, cpu, extra))
     packages = toolkits.cuda.get(release)
     host_gcc = toolkits.redist.host_gcc.get(release, packages.host_gcc if packages else 0)
-    return CudaNeeds(release, sources, extra, host_gcc, os == "windows")
+    return CudaNeeds(release, sources, extra, host_gcc, os == "windows", _passed_over(packages, os, cpu, extra))
+
+
+def _passed_over(packages: CudaPackages | None, os: str, cpu: str, extra: tuple[str, ...]) -> tuple[str, ...]:
+    """Why a package source that has the release is not among the cell's sources."""
+    if packages is None:
+        return ()
+    name = "Debian's package" if packages.debian else "PyPI's wheels"
+    if extra:
+        return (f"not from {name}: they carry the compiler only, not {', '.join(extra)}",)
+    if os != "linux":
+        return (f"not from {name}: Linux only",)
+    if packages.debian is not None and packages.debian.cpu != cpu:
+        return (f"not from {name}: {packages.debian.cpu} only",)
+    return ()
 
 
 def _sources(version: str, toolkits: Toolkits, os: str, cpu: str, extra: tuple[str, ...],
@@ -264,6 +279,7 @@ def describe(needs: Needs) -> list[str]:
         for i, source in enumerate(needs.cuda.sources):
             lead = f"CUDA {needs.cuda.version} from " if i == 0 else "  if that cannot be reached: "
             lines.append(f"{lead}{describe_source(source)}: {source.why}")
+        lines += [f"  {line}" for line in needs.cuda.passed_over]
     if needs.iree:
         lines.append(f"IREE {needs.iree} ({', '.join(needs.iree_packages)} from PyPI, own virtual environment)")
     return lines

@@ -71,6 +71,9 @@ def test_extra_components_come_only_from_the_redistributables() -> None:
     assert needs.cuda.folder == "13.0+cublas+cusparse"
     redist = needs.cuda.sources[0].redist
     assert redist is not None and redist.components[-2:] == ("libcublas", "libcusparse")
+    assert describe(needs)[-1] == "  not from PyPI's wheels: they carry the compiler only, not cublas, cusparse"
+    arm = needs_of({"cuda-version": "11.8"}, toolkits(), "linux", "arm64")
+    assert describe(arm)[-1] == "  not from Debian's package: x86_64 only"
 
 
 def test_a_mirror_replaces_the_base_url() -> None:
