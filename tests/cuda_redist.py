@@ -26,6 +26,7 @@ import lzma
 import tarfile
 import threading
 import time
+import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,7 +50,8 @@ class Component:
         return f"{self.name}-{platform}-{self.version}-archive"
 
     def relative_path(self, platform: str) -> str:
-        return f"{self.name}/{platform}/{self.top(platform)}.tar.xz"
+        extension = "zip" if platform.startswith("windows") else "tar.xz"
+        return f"{self.name}/{platform}/{self.top(platform)}.{extension}"
 
 
 def tar_xz(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
@@ -80,7 +82,18 @@ def member(name: str, content: Content) -> tuple[tarfile.TarInfo, bytes | None]:
 def archive_of(component: Component, platform: str) -> bytes:
     top = component.top(platform)
     members = [member(f"{top}/{path}", content) for path, content in sorted(component.files.items())]
-    return tar_xz([member(f"{top}/LICENSE", b"CUDA Toolkit license (test mirror)\n"), *members])
+    members.insert(0, member(f"{top}/LICENSE", b"CUDA Toolkit license (test mirror)\n"))
+    return zipped(members) if platform.startswith("windows") else tar_xz(members)
+
+
+def zipped(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    """A .zip of these members, as NVIDIA ships Windows archives (no links in them)."""
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, data in members:
+            if data is not None:
+                archive.writestr(info.name, data)
+    return raw.getvalue()
 
 
 def entry(relative_path: str, data: bytes) -> dict[str, str]:
@@ -89,17 +102,20 @@ def entry(relative_path: str, data: bytes) -> dict[str, str]:
             "md5": hashlib.md5(data).hexdigest(), "size": str(len(data))}
 
 
-def publish(root: Path, release: str, components: list[Component], platform: str = "linux-x86_64") -> dict[str, Any]:
-    """Write `redistrib_<release>.json` and the components' archives under `root`; returns the index."""
+def publish(root: Path, release: str, components: list[Component],
+            platforms: tuple[str, ...] = ("linux-x86_64",)) -> dict[str, Any]:
+    """Write `redistrib_<release>.json` and the components' archives for these platforms
+    under `root`; returns the index."""
     index: dict[str, Any] = {"release_date": "2024-04-03", "release_label": release, "release_product": "cuda"}
     for component in components:
-        data = archive_of(component, platform)
-        path = root / component.relative_path(platform)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
         index[component.name] = {"name": component.title or component.name, "license": "CUDA Toolkit",
-                                 "license_path": f"{component.name}/LICENSE.txt", "version": component.version,
-                                 platform: entry(component.relative_path(platform), data)}
+                                 "license_path": f"{component.name}/LICENSE.txt", "version": component.version}
+        for platform in platforms:
+            data = archive_of(component, platform)
+            path = root / component.relative_path(platform)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            index[component.name][platform] = entry(component.relative_path(platform), data)
     write_index(root, release, index)
     return index
 

@@ -29,7 +29,7 @@ MANIFEST = """\
 version: 1
 builds:
   kernels:
-    platforms: [linux-x86_64, linux-arm64]
+    platforms: [linux-x86_64, linux-arm64, windows-x86_64]
     cuda: {versions: ["12.6"], archs: [sm_80]COMPONENTS}
     run: [[nvcc, --version]]
 """
@@ -40,7 +40,8 @@ RELEASE = "12.6.3"
 def components() -> list[Component]:
     """The default components of a release, small: a few files each."""
     return [
-        Component("cuda_nvcc", "12.6.85", {"bin/nvcc": b"\x7fELF nvcc", "bin/nvcc.profile": b"TOP = $(_HERE_)/..\n",
+        Component("cuda_nvcc", "12.6.85", {"bin/nvcc": b"\x7fELF nvcc", "bin/nvcc.exe": b"MZ nvcc",
+                                           "bin/nvcc.profile": b"TOP = $(_HERE_)/..\n",
                                            "nvvm/libdevice/libdevice.10.bc": b"BC",
                                            "include/crt/host_config.h": b"//"}),
         Component("cuda_cudart", "12.6.77", {"include/cuda_runtime.h": b"// runtime",
@@ -54,7 +55,7 @@ def components() -> list[Component]:
 @pytest.fixture
 def mirror(tmp_path: Path) -> Iterator[Mirror]:
     root = tmp_path / "mirror"
-    publish(root, RELEASE, components())
+    publish(root, RELEASE, components(), ("linux-x86_64", "windows-x86_64"))
     with serve(root) as served:
         yield served
 
@@ -142,7 +143,19 @@ def test_an_index_without_the_runners_platform_is_named(tmp_path: Path, mirror: 
     project(tmp_path)
     done = setup_cell(tmp_path, mirror.url, "kernels-linux-arm64-cuda-12.6-sm_80")
     assert done.returncode == 69
-    assert f"redistrib_{RELEASE}.json: cuda_nvcc has no archive for linux-sbsa; it has: linux-x86_64" in done.stderr
+    assert (f"redistrib_{RELEASE}.json: cuda_nvcc has no archive for linux-sbsa; it has: linux-x86_64, "
+            "windows-x86_64") in done.stderr
+
+
+def test_a_windows_cell_gets_the_zip_archives(tmp_path: Path, mirror: Mirror) -> None:
+    """Unpacked here, on Linux: the layout and the environment, not a Windows build."""
+    project(tmp_path)
+    done = setup_cell(tmp_path, mirror.url, "kernels-windows-x86_64-cuda-12.6-sm_80", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    home = tmp_path / "tools" / "cuda" / "12.6" / "toolkit"
+    assert json.loads(done.stdout)["env"]["CUDACXX"] == str(home / "bin" / "nvcc.exe")
+    assert (home / "include" / "thrust" / "version.h").exists() and not (home / "targets").exists()
+    assert any(r.endswith("cuda_nvcc-windows-x86_64-12.6.85-archive.zip") for r in mirror.requests)
 
 
 HOSTILE: dict[str, tuple[str, Content, str]] = {

@@ -206,7 +206,7 @@ def _build_cuda(source: CudaSource, work: Path, *, folder: Path, env: Mapping[st
             raise
         except redist.RedistError as exc:
             raise SetupError(f"CUDA {source.version} from NVIDIA's redistributables: {exc}") from None
-        if os.name != "nt":
+        if not source.redist.platform.startswith("windows"):  # nvcc.profile's targets/<arch>-linux
             _link_targets(work / "toolkit")
         return
     _pip_target(source.pypi, work / "pypi", env, say, f"CUDA {source.version}")
