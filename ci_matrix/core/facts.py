@@ -34,8 +34,9 @@ BUILD_FACTS = ("uses", "needs-gpu")
 DERIVED = ("os", "cpu", "gpu", "rust-channel", "rust-date", "rust-version")
 #: Facts only a build log shows, read by the knowledge base's evidence extractors: the
 #: compiler's host triple, a nightly's commit date, whether rustc reported an error of its
-#: own, the GPU the program ran on, the flags of the failing iree-compile command.
-LOG_FACTS = ("rust-host", "rust-commit-date", "rust-error", "gpu-capability", "iree-compile-flags")
+#: own, the GPU the program ran on and its runtime (cuda, hip), the flags of the failing
+#: iree-compile command.
+LOG_FACTS = ("rust-host", "rust-commit-date", "rust-error", "gpu-capability", "gpu-runtime", "iree-compile-flags")
 #: Facts that hold a set of values; a condition's value asks whether the set contains it.
 SET_FACTS = frozenset(("uses", "iree-compile-flags"))
 

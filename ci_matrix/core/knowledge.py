@@ -43,6 +43,7 @@ class Diagnosis:
     match_on_config: bool = False
     priority: int = 0
     refines: tuple[str, ...] = ()  # generic failures this rule explains when its scope holds
+    unless: Conditions | None = None  # facts that rule it out when known (unknown: no effect)
     generic: bool = False  # many causes: named only when no specific rule explains the failure
 
 
@@ -194,6 +195,7 @@ class _RuleReader:
             priority=int(spec.get("priority", 0)),
             refines=refines,
             generic=bool(spec.get("generic", False)),
+            unless=self.conditions(spec.get("unless"), ("diagnosis", "unless")),
         )
 
     def fixture(self, spec: Mapping[str, Any]) -> Fixture:

@@ -144,6 +144,9 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
     verdict = scope.evaluate(facts.values) if scope is not None else Verdict(Truth.HOLDS)
     if verdict.truth is Truth.FAILS:  # the facts contradict it: not this failure
         return RuledOut(rule.id, hit.line, _evidence_of(verdict.facts, facts))
+    against = _ruling_out(rule, facts)
+    if against is not None:
+        return RuledOut(rule.id, hit.line, against)
     pattern = rule.diagnosis.signatures[int(hit.key.rpartition("#")[2])]
     confidence = 2 if verdict.truth is Truth.HOLDS else 1
     return replace(
@@ -174,7 +177,7 @@ def _refine(found: dict[str, Finding], rules: Sequence[Rule], facts: Facts) -> N
             if rule.diagnosis is None or generic.rule not in rule.diagnosis.refines or rule.diagnosis.scope is None:
                 continue
             verdict = rule.diagnosis.scope.evaluate(facts.values)
-            if verdict.truth is Truth.HOLDS:
+            if verdict.truth is Truth.HOLDS and _ruling_out(rule, facts) is None:
                 specific = _refined(rule, generic, _evidence_of(verdict.facts, facts))
                 if rule.id not in found or found[rule.id].rank < specific.rank:
                     found[rule.id] = specific
@@ -200,6 +203,15 @@ def _refined(rule: Rule, generic: Finding, evidence: tuple[Evidence, ...]) -> Fi
         rank=(rule.diagnosis.priority, 1, 1, 2, 1, *generic.rank[5:]),
         **log_part,
     )
+
+
+def _ruling_out(rule: Rule, facts: Facts) -> tuple[Evidence, ...] | None:
+    """The evidence of a rule's `unless` when the known facts show it (unknown: nothing)."""
+    unless = rule.diagnosis.unless if rule.diagnosis else None
+    if unless is None:
+        return None
+    verdict = unless.evaluate(facts.values)
+    return _evidence_of(verdict.facts, facts) if verdict.truth is Truth.HOLDS else None
 
 
 def _evidence_of(names: Iterable[str], facts: Facts) -> tuple[Evidence, ...]:
