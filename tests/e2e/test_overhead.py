@@ -27,8 +27,10 @@ from tests.tooling import missing_tool
 pytestmark = pytest.mark.slow
 
 WORKFLOW = "tests/e2e/overhead/workflow.yml"
-# Sub-steps of the action, in the order they run (the toolchain cache is skipped: nothing to set up).
-PARTS = ("venv", "venv-cache", "install", "venv-save", "tools", "main")
+# Sub-steps of the action (step id: heading), in the order they run; the toolchain cache
+# step is skipped (nothing to set up), the `tools` step still asks `ci-matrix setup --dry-run`.
+PARTS = {"venv": "key", "venv-cache": "restore", "install": "install", "venv-save": "save",
+         "tools": "setup-key", "main": "run"}  # fmt: skip
 TARGET_WARM_S, TARGET_COLD_S = 3.0, 5.0
 
 
@@ -93,8 +95,8 @@ def cells(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[CellTimes]]
 
 
 def _row(t: CellTimes) -> str:
-    parts = "  ".join(f"{t.parts[p]:>6.2f}" if p in t.parts else f"{'-':>6}" for p in PARTS)
-    return f"  {t.job:<5} {t.cell:<22} {t.total:>6.2f}  {parts}"
+    parts = "".join(f"{t.parts[p]:>10.2f}" if p in t.parts else f"{'-':>10}" for p in PARTS)
+    return f"  {t.job:<5} {t.cell:<22} {t.total:>6.2f}{parts}"
 
 
 def test_per_cell_overhead_is_printed(cells: list[CellTimes], capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,7 +105,7 @@ def test_per_cell_overhead_is_printed(cells: list[CellTimes], capsys: pytest.Cap
     with capsys.disabled():
         print("\n\nper-cell overhead of the action under act (host mode, this machine), seconds;")
         print("the cells build `true`, so this is everything the action does in a cell:")
-        print(f"  {'job':<5} {'cell':<22} {'total':>6}  " + "  ".join(f"{p[:6]:>6}" for p in PARTS))
+        print(f"  {'job':<5} {'cell':<22} {'total':>6}" + "".join(f"{h:>10}" for h in PARTS.values()))
         for t in cells:
             print(_row(t))
         print(f"cold (installs, saves): {cold[0]:.2f} s   target <= {TARGET_COLD_S:.0f} s   "
