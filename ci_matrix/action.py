@@ -55,7 +55,8 @@ def plan_command(env: Mapping[str, str], out: TextIO) -> int:
 
 def run_command(env: Mapping[str, str], out: TextIO) -> int:
     """Build the cell (`ci-matrix run`): the build's exit code is the step's."""
-    from ci_matrix.cell_run import RunRequest, cell_id_of, run_cell
+    from ci_matrix.cell_resolve import cell_id_of
+    from ci_matrix.cell_run import RunRequest, run_cell
 
     cell = _input(env, "cell")
     timeout = _input(env, "timeout")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ci_matrix.cell_run import export_to_job, resolve
+from ci_matrix.cell_resolve import resolve
 from ci_matrix.core.cells import Cell
 from ci_matrix.core.provision import Needs, Unavailable, cache_key, describe, needs_of
 from ci_matrix.edges import files, workflow
@@ -121,3 +121,9 @@ def _print_plan(cell: str, needs: Needs, key: str, root: Path, fmt: str, out: Te
         if key:
             out.write(f"cache key: {key}\ntools folder: {root}\n")
     return ExitCode.OK
+
+
+def export_to_job(done: Provisioned, env: Mapping[str, str], err: TextIO) -> None:
+    """Put what setup installed on the PATH and environment of the job's later steps."""
+    workflow.append_file(env.get("GITHUB_PATH"), "".join(f"{p}\n" for p in reversed(done.path)), err)
+    workflow.append_file(env.get("GITHUB_ENV"), workflow.env_text(dict(done.env)), err)

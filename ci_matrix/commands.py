@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from ci_matrix.cell_resolve import find_cell
 from ci_matrix.core.cells import Cell
 from ci_matrix.core.document import did_you_mean
 from ci_matrix.core.grid import render_markdown
@@ -46,15 +47,6 @@ def render(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int
     else:
         out.write(render_table(the_plan))
     return ExitCode.OK
-
-
-def find_cell(the_plan: Plan, cell_id: str) -> Cell:
-    """The cell with this id, or a usage error with the closest id."""
-    cell = the_plan.find(cell_id)
-    if cell is None:
-        hint = did_you_mean(cell_id, [c.id for c in the_plan.cells])
-        raise UsageError(f"no cell {cell_id!r} in this manifest{hint}; `ci-matrix render` lists them")
-    return cell
 
 
 def explain(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -139,7 +131,7 @@ def rules(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """`ci-matrix rules`: list the knowledge base (`rules test`: run its fixtures; `rules
     draft LOG`: propose a rule for an unclassified failure)."""
     if args.action == "draft":
-        from ci_matrix.cell_run import draft_rule
+        from ci_matrix.cell_diagnosis import draft_rule
 
         if args.log is None:
             raise UsageError("rules draft needs the log: ci-matrix rules draft LOG [--cell ID]")
@@ -178,7 +170,7 @@ def setup(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
 
 def diagnose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """`ci-matrix diagnose LOG...`."""
-    from ci_matrix.cell_run import diagnose_logs
+    from ci_matrix.cell_diagnosis import diagnose_logs
 
     return diagnose_logs(args.logs, args.manifest, args.cell, args.format, env, out, tuple(args.ignore_rule))
 
