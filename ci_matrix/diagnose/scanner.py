@@ -33,6 +33,7 @@ TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and e
 # Matches counted one by one per piece; past that, the count is a lower bound (one failure
 # repeated a million times must not cost a million Python steps).
 COUNT_LIMIT = 100
+_PENDING_BUFFERS = 4  # buffers held so that last-only signatures are located once
 _SET_MAX_MEM = 16 << 20  # RE2's budget for the Set's DFA; past it the DFA flushes, never fails
 _NEWLINE = 0x0A
 
@@ -212,13 +213,20 @@ def _tail_start(data: bytes, overlap: int) -> int:
 
 
 class _Run:
-    """What one scan has found so far."""
+    """What one scan has found so far.
+
+    Signatures that need only their last match (evidence) are located lazily: each waits
+    on the last buffer the Set saw it in, and is located once, when no later buffer can
+    hold it, so a fact stated on every line costs one look, not one per piece. At most
+    ``_PENDING_BUFFERS`` buffers are held for this; past that the oldest is settled early.
+    """
 
     def __init__(self, compiled: Sequence[_Compiled], context: int) -> None:
         self._compiled = compiled
         self._context = context
         self._counts: dict[str, int] = {}
         self._found: dict[str, _Found] = {}
+        self._pending: dict[int, tuple[_Buffer, int, bool]] = {}  # last-only index -> its last buffer
 
     def absorb(self, buf: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
         """Take in one buffer and the indices of the signatures the Set saw in it."""
@@ -226,9 +234,20 @@ class _Run:
             if found.missing_after:
                 self._found[key] = _complete_after(found, buf, final)
         until = len(buf.data) if buf.ends_line or final else len(buf.data) - 1
-        located = [m for m in (self._locate(self._compiled[i], buf, until) for i in sorted(indices or ())) if m]
-        # Line numbers in one walk over the buffer, in the order of the matches: many hits
-        # in a piece must not each count its newlines from the start.
+        now = []
+        for index in sorted(indices or ()):
+            if self._compiled[index].last_only:
+                self._pending[index] = (buf, until, final)
+            else:
+                now.append(index)
+        self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
+        held = {id(pending[0]): pending for pending in self._pending.values()}
+        if len(held) > _PENDING_BUFFERS:
+            self._settle(next(iter(held.values()))[0])
+
+    def _record(self, buf: _Buffer, located: list[tuple[_Compiled, Any, int]], final: bool) -> None:
+        """Keep the located matches, line numbers counted in one walk over the buffer, in
+        the order of the matches (many hits must not each count from the start)."""
         line, pos = buf.first_line, 1
         for sig, match, count in sorted(located, key=lambda item: item[1].start()):
             line, pos = line + buf.data.count(b"\n", pos, match.start()), match.start()
@@ -236,11 +255,25 @@ class _Run:
             self._counts[sig.key] = self._counts.get(sig.key, 0) + count
             self._found[sig.key] = _found(sig.key, buf, match, line, context, final)
 
+    def _settle(self, buf: _Buffer | None = None) -> None:
+        """Locate the last-only signatures waiting on `buf` (None: on every buffer)."""
+        groups: dict[int, list[int]] = {}
+        for index, (waiting, _, _) in self._pending.items():
+            if buf is None or waiting is buf:
+                groups.setdefault(id(waiting), []).append(index)
+        for indices in groups.values():
+            waiting, until, final = self._pending[indices[0]]
+            located = []
+            for index in indices:
+                del self._pending[index]
+                # The buffer's overlap with the one before counts too: this is the last look.
+                last = _last_match(self._compiled[index].regex, waiting.data, 1, until)
+                if last is not None:
+                    located.append((self._compiled[index], last, 1))
+            self._record(waiting, located, final)
+
     def _locate(self, sig: _Compiled, buf: _Buffer, until: int) -> tuple[_Compiled, Any, int] | None:
         """The last match of `sig` that ends in this buffer's new part, and how many there were."""
-        if sig.last_only:
-            last = _last_match(sig.regex, buf.data, 1, until)
-            return (sig, last, 1) if last is not None and last.end() > buf.accept_after else None
         count, last = 0, None
         for match in sig.regex.finditer(buf.data, 1):
             if match.end() > until:
@@ -254,6 +287,7 @@ class _Run:
 
     def hits(self) -> dict[str, Hit]:
         """Return the final hits, in the order of the signatures."""
+        self._settle()
         return {
             sig.key: dataclasses.replace(self._found[sig.key].hit, count=self._counts[sig.key])
             for sig in self._compiled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 import subprocess
 import sys
@@ -241,3 +242,29 @@ def test_a_flood_of_one_failure_still_reports_its_last_line(tmp_path: Path) -> N
     hit = scan(write(tmp_path, log))["rustc-ice#0"]
     assert (hit.line, hit.groups["msg"], hit.after) == (50_001, "last", ("end",))
     assert hit.count >= COUNT_LIMIT  # exact up to the limit, a lower bound past it
+
+
+@pytest.mark.parametrize("chunk_size", [192, 300, 1 << 20])
+def test_last_only_signatures_find_the_last_match_wherever_it_lies(chunk_size: int) -> None:
+    # Evidence is located once, at the end or when too many pieces wait: the answer must be
+    # the whole log's, whatever the pieces (a match in an overlap only, pieces held back).
+    lines = [f"line {n}" for n in range(400)]
+    lines[3] = "release 11.8, V11.8.89"
+    lines[250] = "release 12.4, V12.4.131"
+    lines[390] = "toolchain nightly-2024-04-24"
+    sigs = [Signature("@banner", r"release (?P<v>\d+\.\d+), V", last_only=True),
+            Signature("@tc", r"toolchain (?P<t>\S+)", last_only=True), Signature("r#0", r"line 39\d")]
+    hits = Scanner(sigs).scan(io.BytesIO(("\n".join(lines) + "\n").encode()), chunk_size=chunk_size)
+    assert (hits["@banner"].line, hits["@banner"].groups["v"]) == (251, "12.4")
+    assert (hits["@tc"].line, hits["@tc"].groups["t"]) == (391, "nightly-2024-04-24")
+    assert (hits["r#0"].line, hits["r#0"].count) == (400, 9)
+
+
+def test_more_waiting_pieces_than_held_are_settled_early_and_right() -> None:
+    lines = [f"filler {n}" for n in range(600)]
+    for k in range(8):  # eight facts, each last stated in another piece
+        lines[60 * k + 7] = f"fact{k} = {k}"
+    sigs = [Signature(f"@f{k}", rf"fact{k} = (?P<v>\d)", last_only=True) for k in range(8)]
+    hits = Scanner(sigs).scan(io.BytesIO(("\n".join(lines) + "\n").encode()), chunk_size=192)
+    assert {key: (hit.line, hit.groups["v"]) for key, hit in hits.items()} == {
+        f"@f{k}": (60 * k + 8, str(k)) for k in range(8)}
