@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -298,7 +299,19 @@ def _iree(version: str, packages: Sequence[str], root: Path, env: Mapping[str, s
 
 
 def _pip_target(requirements: Sequence[str], target: Path, env: Mapping[str, str], say: Say, what: str) -> None:
-    _pip([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(target)], requirements, env, say, what)
+    _pip([*_pip_install(), "--no-deps", "--target", str(target)], requirements, env, say, what)
+
+
+def _pip_install() -> list[str]:
+    """This interpreter's `pip install`; uv's, for this interpreter, in an environment that uv
+    made without pip (`uv venv`, `uv tool install`)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip", "install"]
+    uv = shutil.which("uv")
+    if uv is None:
+        raise SetupError(f"{sys.executable} has no pip and uv is not on PATH: install pip into this environment "
+                         "(`python -m ensurepip`, or `uv venv --seed`)")
+    return [uv, "pip", "install", "--python", sys.executable]
 
 
 def _pip(argv: Sequence[str], requirements: Sequence[str], env: Mapping[str, str], say: Say, what: str) -> None:
