@@ -80,14 +80,23 @@ def _unpack_tar(archive: Path, top: str, dest: Path) -> int:
         raise ArchiveRefused(f"{what}: cannot unpack: {exc}") from None
 
 
-def _write_tar_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: PurePosixPath, top: str,
-                      dest: Path, what: str) -> int:
+def _place(dest: Path, path: PurePosixPath, what: str, *, is_dir: bool) -> Path | None:
+    """Where a member goes, its folders made and anything already there removed; None for a
+    folder member (made here, nothing to write)."""
     target = _target(dest, path, what)
-    if member.isdir():
+    if is_dir:
         target.mkdir(parents=True, exist_ok=True)
-        return 0
+        return None
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove(target)
+    return target
+
+
+def _write_tar_member(tar: tarfile.TarFile, member: tarfile.TarInfo, path: PurePosixPath, top: str,
+                      dest: Path, what: str) -> int:
+    target = _place(dest, path, what, is_dir=member.isdir())
+    if target is None:
+        return 0
     if member.issym():
         # checked again where the link really lands: an earlier link (`d -> .`) can make a
         # member's path look deeper than it is
@@ -127,12 +136,9 @@ def _unpack_zip(archive: Path, top: str, dest: Path) -> int:
 
 def _write_zip_member(zipped: zipfile.ZipFile, info: zipfile.ZipInfo, path: PurePosixPath, dest: Path,
                       what: str) -> int:
-    target = _target(dest, path, what)
-    if info.is_dir():
-        target.mkdir(parents=True, exist_ok=True)
+    target = _place(dest, path, what, is_dir=info.is_dir())
+    if target is None:
         return 0
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _remove(target)
     with zipped.open(info) as data, target.open("wb") as out:
         shutil.copyfileobj(data, out)
     if (info.external_attr >> 16) & 0o111:
