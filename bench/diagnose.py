@@ -79,6 +79,15 @@ def knowledge_patterns() -> list[str]:
     return found
 
 
+def evidence_patterns() -> list[str]:
+    """Every evidence extractor of ci_matrix/knowledge/evidence/: `ci-matrix diagnose` scans
+    for them in the same pass (only their last match is kept)."""
+    found: list[str] = []
+    for path in sorted((ROOT / "ci_matrix" / "knowledge" / "evidence").glob("*.yaml")):
+        found += [e["pattern"] for e in (yaml.safe_load(path.read_text()) or {}).get("evidence") or []]
+    return found
+
+
 def all_patterns() -> tuple[list[str], int]:
     real = knowledge_patterns()
     topped = real + SYNTHETIC[: max(0, MIN_PATTERNS - len(real))]
@@ -215,9 +224,10 @@ def worker(patterns_file: str, log: str, chunk_mb: int) -> None:
     sys.path.insert(0, str(ROOT))
     from ci_matrix.diagnose.scanner import Scanner, Signature
 
-    patterns = json.loads(Path(patterns_file).read_text())
+    loaded = json.loads(Path(patterns_file).read_text())
     started = time.perf_counter()
-    scanner = Scanner([Signature(f"p{n}#0", p) for n, p in enumerate(patterns)])
+    scanner = Scanner([Signature(f"p{n}#0", p) for n, p in enumerate(loaded["signatures"])]
+                      + [Signature(f"@e{n}", p, last_only=True) for n, p in enumerate(loaded["evidence"])])
     with Path(log).open("rb") as stream:
         hits = scanner.scan(stream, chunk_size=chunk_mb << 20)
     seconds = time.perf_counter() - started
@@ -258,14 +268,15 @@ def run_grep(ere_file: Path, log: Path) -> float:
 
 def measure(args: argparse.Namespace, work: Path) -> None:
     patterns, real = all_patterns()
-    ere = [to_ere(p) for p in patterns]
-    (work / "patterns.json").write_text(json.dumps(patterns))
+    evidence = evidence_patterns()
+    ere = [to_ere(p) for p in patterns + evidence]
+    (work / "patterns.json").write_text(json.dumps({"signatures": patterns, "evidence": evidence}))
     (work / "patterns.ere").write_text("".join(e + "\n" for e in ere if e is not None))
     skipped = sum(e is None for e in ere)
     print(
-        f"patterns: {len(patterns)} ({real} from ci_matrix/knowledge, "
-        f"{len(patterns) - real} synthetic); grep -E gets {len(patterns) - skipped} "
-        f"({skipped} multi-line ones skipped: grep matches single lines only)"
+        f"patterns: {len(patterns)} signatures ({real} from ci_matrix/knowledge, "
+        f"{len(patterns) - real} synthetic) and {len(evidence)} evidence extractors, as diagnose scans; "
+        f"grep -E gets {len(ere) - skipped} ({skipped} multi-line ones skipped: grep matches single lines only)"
     )
     logs = generate(args, work, patterns)
     results = {name: time_log(args, work, path) for name, path in logs.items()}
