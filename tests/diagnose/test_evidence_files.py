@@ -1,0 +1,45 @@
+"""The knowledge base's evidence files: valid against their schema, every pattern accepted by
+RE2 and matching what its comment says, every fact known, every template naming a group."""
+
+from __future__ import annotations
+
+import io
+
+import jsonschema
+import pytest
+import yaml
+
+from ci_matrix.diagnose.evidence import extractors_from, problems_of, read_log
+from ci_matrix.diagnose.scanner import Scanner
+from ci_matrix.edges import files
+
+EVIDENCE_FILES = files.evidence_files()
+
+
+@pytest.mark.parametrize(("name", "text"), EVIDENCE_FILES, ids=[name for name, _ in EVIDENCE_FILES])
+def test_each_file_is_valid(name: str, text: str) -> None:
+    data = yaml.safe_load(text)
+    jsonschema.validate(data, files.schema("evidence"))
+    extractors = extractors_from(data)
+    assert problems_of(extractors) == []
+    Scanner(extractors.signatures())  # raises on a pattern RE2 rejects or one that matches nothing at all
+
+
+@pytest.mark.parametrize(("line", "facts"), [
+    ("  process didn't exit successfully: `/Users/me/.rustup/toolchains/nightly-2024-04-24-aarch64-apple-darwin/bin/"
+     "rustc",
+     {"rust-toolchain": "nightly-2024-04-24", "rust-host": "aarch64-apple-darwin"}),
+    ("rustc 1.79.0-nightly (244da22fa 2024-04-23)", {"rust-channel": "nightly", "rust-commit-date": "2024-04-23"}),
+    ("Cuda compilation tools, release 12.4, V12.4.131", {"cuda-version": "12.4"}),
+    ("/usr/local/cuda-11.6/bin/nvcc -gencode arch=compute_80,code=sm_80 -c k.cu",
+     {"cuda-version": "11.6", "cuda-arch": "sm_80"}),
+    ("0.\tProgram arguments: iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb",
+     {"iree-compile-flags": "iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb"}),
+    ("buildtools/linux-x64/rust/bin/rustc --crate-name vte", {"os": "linux", "cpu": "x86_64"}),
+])
+def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
+    extractors = files.extractors()
+    hits = Scanner(extractors.signatures()).scan(io.BytesIO(line.encode() + b"\n"))
+    found = read_log(hits, extractors)
+    assert {fact: found[fact].value for fact in facts if fact in found} == facts
+    assert all(found[fact].line == 1 and found[fact].source == "log" for fact in facts)
