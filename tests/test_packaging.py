@@ -18,10 +18,11 @@ def test_wheel_ships_schemas_knowledge_and_fixtures(tmp_path: Path) -> None:
                    check=True, capture_output=True)
     wheel = next(tmp_path.glob("ci_matrix-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for schema in ("manifest", "rules", "catalog", "diagnosis", "toolkits"):
+    for schema in ("manifest", "rules", "catalog", "diagnosis", "toolkits", "evidence"):
         assert f"ci_matrix/schemas/{schema}.schema.json" in names
     assert "ci_matrix/data/catalog.yaml" in names
     assert "ci_matrix/data/toolkits.yaml" in names
     assert "ci_matrix/knowledge/rust.yaml" in names
+    assert {f"ci_matrix/knowledge/evidence/{domain}.yaml" for domain in ("rust", "cuda", "iree")} <= names
     assert "ci_matrix/knowledge/fixtures/cuda-no-kernel-image/match-h200.log" in names
     assert any(n.endswith("entry_points.txt") for n in names)
