@@ -103,10 +103,6 @@ class Clause:
 
     tests: tuple[tuple[str, Predicate], ...]
 
-    def holds(self, facts: Mapping[str, Any]) -> bool:
-        """Whether every condition holds for these facts."""
-        return all(test(facts.get(fact, MISSING)) for fact, test in self.tests)
-
     def evaluate(self, facts: Mapping[str, Any]) -> Verdict:
         """Three answers: a fact these facts lack is unknown, not false; one that fails decides."""
         failing = tuple(fact for fact, test in self.tests if fact in facts and not test(facts[fact]))
@@ -123,10 +119,6 @@ class Conditions:
     """Clauses of which any one must hold (a single mapping is one clause)."""
 
     clauses: tuple[Clause, ...]
-
-    def holds(self, facts: Mapping[str, Any]) -> bool:
-        """Whether any clause holds for these facts."""
-        return any(clause.holds(facts) for clause in self.clauses)
 
     def evaluate(self, facts: Mapping[str, Any]) -> Verdict:
         """Holds when a clause holds, fails when every clause fails, else unknown (naming the

@@ -130,8 +130,10 @@ def diagnose(
             found[rule.id] = finding
     _refine(found, rules, facts)
     for rule in rules:
-        if rule.id not in found and cell_given and _config_match(rule, facts):
-            found[rule.id] = _from_config(rule, facts)
+        if rule.id not in found and cell_given:
+            config = _from_config(rule, facts)
+            if config is not None:
+                found[rule.id] = config
     ordered = sorted(found.values(), key=lambda f: f.rank, reverse=True)
     kept_out = tuple(r for rule_id, r in sorted(ruled_out.items()) if rule_id not in found)
     return Diagnosis(cell, "failed", exit_code, tuple(ordered), evidence=tuple(facts.read_from_log()),
@@ -159,8 +161,7 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
         after=hit.after,
         groups=dict(hit.groups),
         count=hit.count,
-        rank=(rule.diagnosis.priority, 1, int(not rule.diagnosis.generic), confidence, int(scope is not None),
-              len(pattern), hit.line),
+        rank=_rank(rule, confidence, scoped=scope is not None, pattern=len(pattern), line=hit.line),
         reached_by="signature+evidence" if scope is not None and verdict.truth is Truth.HOLDS else "signature",
         confidence=CONFIDENCE[confidence],
         evidence=_evidence_of(verdict.facts, facts) if verdict.truth is Truth.HOLDS else (),
@@ -200,7 +201,7 @@ def _refined(rule: Rule, generic: Finding, evidence: tuple[Evidence, ...]) -> Fi
         confidence="high",
         evidence=evidence,
         refined_from=generic.rule,
-        rank=(rule.diagnosis.priority, 1, 1, 2, 1, *generic.rank[5:]),
+        rank=_rank(rule, 2, scoped=True, pattern=generic.rank[-2], line=generic.rank[-1], generic=False),
         **log_part,
     )
 
@@ -218,20 +219,26 @@ def _evidence_of(names: Iterable[str], facts: Facts) -> tuple[Evidence, ...]:
     return tuple(facts.evidence[name] for name in names if name in facts.evidence)
 
 
-def _config_match(rule: Rule, facts: Facts) -> bool:
+def _from_config(rule: Rule, facts: Facts) -> Finding | None:
     """Silent failures: a failed cell that matches the rule's conditions is named."""
     diagnosis = rule.diagnosis
     if diagnosis is None or not diagnosis.match_on_config:
-        return False
+        return None
     conditions = rule.when if diagnosis.scope is None else diagnosis.scope
-    return conditions is not None and conditions.evaluate(facts.values).truth is Truth.HOLDS
+    verdict = conditions.evaluate(facts.values) if conditions is not None else None
+    if verdict is None or verdict.truth is not Truth.HOLDS:
+        return None
+    return replace(_base(rule), evidence=_evidence_of(verdict.facts, facts))
 
 
-def _from_config(rule: Rule, facts: Facts) -> Finding:
+def _rank(rule: Rule, confidence: int, *, scoped: bool, pattern: int = 0, line: int = 0, from_log: bool = True,
+          generic: bool | None = None) -> tuple[int, ...]:
+    """How findings are ordered, most specific first: the rule's priority, a log line over
+    configuration, a specific rule over a generic one, confidence, a scoped rule, the longer
+    pattern, the later line."""
     assert rule.diagnosis is not None
-    conditions = rule.when if rule.diagnosis.scope is None else rule.diagnosis.scope
-    evidence = _evidence_of(conditions.evaluate(facts.values).facts, facts) if conditions else ()
-    return replace(_base(rule), evidence=evidence)
+    is_generic = rule.diagnosis.generic if generic is None else generic
+    return (rule.diagnosis.priority, int(from_log), int(not is_generic), confidence, int(scoped), pattern, line)
 
 
 def _base(rule: Rule) -> Finding:
@@ -245,7 +252,7 @@ def _base(rule: Rule) -> Finding:
         explanation=rule.diagnosis.explanation,
         fix=rule.diagnosis.fix,
         references=rule.references,
-        rank=(rule.diagnosis.priority, 0, 1, 0, 1, 0, 0),
+        rank=_rank(rule, 0, scoped=True, from_log=False, generic=False),
         reached_by="configuration",
         confidence="low",
     )

@@ -16,7 +16,7 @@ from ci_matrix.diagnose import evidence
 from ci_matrix.diagnose.cleaning import clean
 from ci_matrix.diagnose.draft import Draft, draft
 from ci_matrix.diagnose.engine import Diagnosis, diagnose, signatures
-from ci_matrix.diagnose.scanner import Hit, Scanner
+from ci_matrix.diagnose.scanner import Scanner
 from ci_matrix.edges import files
 
 TAIL_LINES = 20
@@ -29,12 +29,6 @@ def scanner_for(rules: tuple[Rule, ...]) -> Scanner:
     """One compiled scanner per knowledge base (RE2 compiles once): every rule's signatures
     and every evidence extractor, found in the same pass."""
     return Scanner([*signatures(rules), *files.extractors().signatures()])
-
-
-def scan_file(path: Path, rules: Sequence[Rule]) -> dict[str, Hit]:
-    """The last hit of every signature and extractor in the log at `path`."""
-    with path.open("rb") as stream:
-        return scanner_for(tuple(rules)).scan(stream)
 
 
 def diagnose_log(
