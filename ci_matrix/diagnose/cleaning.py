@@ -34,6 +34,13 @@ _ESCAPE = (
     rb"|)"  # an empty last alternative, not a trailing "?", keeps sre on its fast path
 )
 _ANSI = re.compile(_ESCAPE + rb"(?:" + _ESCAPE + rb")*")
+# The same grammar for RE2, loosened and small: any parameter bytes in any order, every
+# part optional, and no OSC (whose text may hold anything; a piece with one, ``OSC_RE2``,
+# is stripped before it is matched). Every run _ANSI removes, OSC aside, is a run of this,
+# so a signature that steps over it wherever a character may follow
+# (ci_matrix.diagnose.tolerant) matches the raw text wherever it matches the cleaned one.
+ESCAPE_RUN_RE2 = r"(?:\x1b[ -?\[\]]*[@-~]?)*"
+OSC_RE2 = r"\x1b\]"
 # GitHub Actions prefixes every line of a downloaded log with "2024-05-01T12:34:56.1234567Z ".
 _STAMP_BODY = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z "
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
@@ -59,19 +66,26 @@ _UTF8_WINDOW = 16 << 10
 _ESCAPE_REACH = 96
 
 
-def clean(raw: bytes, *, at_line_start: bool = True) -> bytes:
+def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> bytes:
     """Return ``raw`` cleaned: valid UTF-8, ``\\n`` line ends, no ANSI codes, stamps or NULs.
 
     ``at_line_start`` says whether ``raw`` begins a line (a piece cut from the middle
-    of an overlong line does not, and must keep its first bytes).
+    of an overlong line does not, and must keep its first bytes). ``escapes=False`` leaves
+    the escape sequences for :func:`strip_escapes` to remove later, where they matter
+    (the scanner's signatures step over them: see ``ESCAPE_RUN_RE2``). Escapes go last,
+    so the text is the same whether they go now or later.
     """
     data = raw.replace(b"\0", b"") if b"\0" in raw else raw
     if b"\r" in data:
         data = _line_ends(data)
-    if b"\x1b" in data:  # only a piece that holds an escape byte pays for removing escapes
-        data = _strip_ansi(data)
-    data = _strip_stamps(data, at_line_start=at_line_start)
-    return _valid_utf8(data)
+    data = _valid_utf8(_strip_stamps(data, at_line_start=at_line_start))
+    return strip_escapes(data) if escapes else data
+
+
+def strip_escapes(data: bytes) -> bytes:
+    """Return ``data`` without its ANSI escape sequences (only a piece that holds an escape
+    byte pays for it)."""
+    return _strip_ansi(data) if b"\x1b" in data else data
 
 
 def _strip_ansi(data: bytes) -> bytes:
@@ -156,16 +170,16 @@ def _replaced(raw: memoryview) -> bytes:
     return bytes(raw).decode("utf-8", "replace").encode("utf-8")
 
 
-def clean_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+def clean_pieces(stream: BinaryIO, chunk_size: int, *, escapes: bool = True) -> Iterator[bytes]:
     """Yield the cleaned log in pieces of about ``chunk_size`` bytes or less.
 
     Each piece ends at a line end, except where one line alone is longer than
     ``chunk_size``: that line is cut into pieces, and only its first piece is
-    treated as a line start.
+    treated as a line start. ``escapes`` as for :func:`clean`.
     """
     at_line_start = True
     for raw in raw_pieces(stream, chunk_size):
-        yield clean(raw, at_line_start=at_line_start)
+        yield clean(raw, at_line_start=at_line_start, escapes=escapes)
         at_line_start = raw.endswith((b"\n", b"\r"))
 
 

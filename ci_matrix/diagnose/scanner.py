@@ -3,10 +3,14 @@
 The log is untrusted input of any size, so the scan is built to stay linear and bounded:
 
 * Signatures run on google-re2 only (no backtracking, linear in the log's size).
-* The cleaned log is scanned in pieces of ``chunk_size`` bytes. One RE2 ``Set`` pass tells
+* The log is scanned in pieces of ``chunk_size`` bytes. One RE2 ``Set`` pass tells
   which signatures occur in a piece at all; only those are then located one by one. A
   clean log therefore costs one pass, and that pass runs on a worker thread (RE2 releases
   the GIL) while the main thread cleans the next piece.
+* Colour codes are the costly part of cleaning (a Python step per escape), so the Set
+  runs on pieces that still hold them, with signatures rewritten to step over them
+  (:mod:`ci_matrix.diagnose.tolerant`). Only a piece where the Set saw something has its
+  escapes removed, and there the original signatures decide.
 * Each piece is scanned behind a short tail of the previous one (``OVERLAP_LINES`` lines,
   at most ``OVERLAP_BYTES``), so a multi-line signature that straddles two pieces is still
   found, and counted once: a match counts in the piece where it ends.
@@ -24,7 +28,8 @@ from typing import Any, BinaryIO
 
 import re2
 
-from ci_matrix.diagnose.cleaning import clean_pieces
+from ci_matrix.diagnose.cleaning import OSC_RE2, clean_pieces, strip_escapes
+from ci_matrix.diagnose.tolerant import escape_tolerant
 
 CHUNK_SIZE = 2 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
@@ -73,6 +78,9 @@ class _Compiled:
     key: str
     regex: _Regex
     last_only: bool = False
+    set_pattern: str = ""  # what the Set looks for: the escape-tolerant form, or the pattern
+    set_exact: bool = True  # the Set's word is final on a piece without escapes
+    tolerant: bool = False  # set_pattern steps over escape sequences
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,22 @@ class _Buffer:
     accept_after: int  # a match counts here when accept_after < its end (earlier ones did)
     ends_line: bool
     ring: tuple[str, ...]  # the lines just before data[1], for context
+    tail: int = 0  # bytes of data[1:] carried from the previous buffer
+
+    def stripped(self) -> _Buffer:
+        """This buffer without escape sequences (line numbers do not move: none holds a
+        newline)."""
+        if b"\x1b" not in self.data:
+            return self
+        tail, piece = strip_escapes(self.data[1 : 1 + self.tail]), strip_escapes(self.data[1 + self.tail :])
+        shift = self.tail - len(tail)
+        return dataclasses.replace(
+            self, data=self.data[:1] + tail + piece, accept_after=self.accept_after - shift, tail=len(tail)
+        )
+
+    def end(self, final: bool) -> int:
+        """Where a match must end to count here (one at a cut inside a line waits)."""
+        return len(self.data) if self.ends_line or final else len(self.data) - 1
 
 
 @dataclass(frozen=True)
@@ -108,8 +132,16 @@ class Scanner:
 
     def __init__(self, signatures: Sequence[Signature]) -> None:
         """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
-        self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
-        self._set = _compile_set(self._compiled)
+        compiled = tuple(_compile(sig) for sig in _unique(signatures))
+        # Escapes stay in the pieces only where every signature can step over them.
+        self._lazy = all(c.tolerant for c in compiled)
+        if not self._lazy:
+            compiled = tuple(
+                dataclasses.replace(c, set_pattern=c.regex.pattern, set_exact=True, tolerant=False) for c in compiled
+            )
+        self._compiled = compiled
+        # A lazy Set also tells where an OSC sequence lies: its text is not stepped over.
+        self._set = _compile_set([c.set_pattern for c in compiled] + ([f"(?m){OSC_RE2}"] if self._lazy else []))
 
     def scan(self, stream: BinaryIO, *, context: int = 3, chunk_size: int = CHUNK_SIZE) -> dict[str, Hit]:
         """Return the last hit of each signature found in ``stream``, keyed by signature key.
@@ -119,11 +151,11 @@ class Scanner:
         """
         if context < 0:
             raise ValueError("context must not be negative")
-        run = _Run(self._compiled, context)
+        run = _Run(self._compiled, context, self._set.Match)
         overlap = min(OVERLAP_BYTES, chunk_size)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool:
             waiting: tuple[_Buffer, Future[list[int] | None]] | None = None
-            for buf in _buffers(stream, chunk_size, context, overlap):
+            for buf in _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy):
                 job = pool.submit(self._set.Match, buf.data)
                 if waiting is not None:
                     run.absorb(waiting[0], waiting[1].result(), final=False)
@@ -154,7 +186,11 @@ def _compile(sig: Signature) -> _Compiled:
         raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
-    return _Compiled(sig.key, regex, sig.last_only)
+    tolerant = escape_tolerant(sig.pattern)
+    if tolerant is None:
+        return _Compiled(sig.key, regex, sig.last_only, regex.pattern)
+    exact = r"\b" not in sig.pattern and r"\B" not in sig.pattern  # word boundaries are dropped
+    return _Compiled(sig.key, regex, sig.last_only, "(?m)" + tolerant, exact, tolerant=True)
 
 
 def _reason(exc: Exception) -> str:
@@ -162,19 +198,19 @@ def _reason(exc: Exception) -> str:
     return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
 
 
-def _compile_set(compiled: Sequence[_Compiled]) -> Any:
+def _compile_set(patterns: Sequence[str]) -> Any:
     options = _options()
     options.max_mem = _SET_MAX_MEM
     pattern_set = re2.Set.SearchSet(options)
-    for item in compiled:
-        pattern_set.Add(item.regex.pattern)
+    for pattern in patterns:
+        pattern_set.Add(pattern)
     pattern_set.Compile()
     return pattern_set
 
 
-def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int) -> Iterator[_Buffer]:
+def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, escapes: bool) -> Iterator[_Buffer]:
     carry = _Carry()
-    for piece in clean_pieces(stream, chunk_size):
+    for piece in clean_pieces(stream, chunk_size, escapes=escapes):
         if piece:  # a piece of nothing but NUL bytes cleans to nothing
             buf, carry = _next_buffer(carry, piece, context, overlap)
             yield buf
@@ -183,7 +219,7 @@ def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int) -> I
 def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[_Buffer, _Carry]:
     data = carry.lead + carry.tail + piece
     ends_line = piece.endswith(b"\n")
-    buf = _Buffer(data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring)
+    buf = _Buffer(data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring, len(carry.tail))
     start = _tail_start(data, overlap)
     ring = carry.ring + tuple(_lines_before(data, start, context))
     after = _Carry(
@@ -221,25 +257,38 @@ class _Run:
     ``_PENDING_BUFFERS`` buffers are held for this; past that the oldest is settled early.
     """
 
-    def __init__(self, compiled: Sequence[_Compiled], context: int) -> None:
+    def __init__(self, compiled: Sequence[_Compiled], context: int, match: Any) -> None:
         self._compiled = compiled
         self._context = context
+        self._match = match  # the Set's Match, for a piece that held an OSC sequence
         self._counts: dict[str, int] = {}
         self._found: dict[str, _Found] = {}
-        self._pending: dict[int, tuple[_Buffer, int, bool]] = {}  # last-only index -> its last buffer
+        self._pending: dict[int, tuple[_Buffer, bool]] = {}  # last-only index -> its last buffer
 
-    def absorb(self, buf: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
-        """Take in one buffer and the indices of the signatures the Set saw in it."""
+    def absorb(self, raw: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
+        """Take in one buffer and the indices of the signatures the Set saw in it.
+
+        The Set may have read escape sequences; ``raw`` is stripped of them only when the
+        Set saw something, and then the signatures themselves decide.
+        """
         for key, found in self._found.items():
             if found.missing_after:
-                self._found[key] = _complete_after(found, buf, final)
-        until = len(buf.data) if buf.ends_line or final else len(buf.data) - 1
+                self._found[key] = _complete_after(found, raw, final)
+        if not indices:
+            return
+        buf = raw.stripped()
+        if len(self._compiled) in indices:  # an OSC sequence: look again without escapes
+            indices = self._match(buf.data)
+            if not indices:
+                return
+        until = buf.end(final)
         now = []
-        for index in sorted(indices or ()):
-            if self._compiled[index].last_only:
-                self._pending[index] = (buf, until, final)
-            else:
+        for index in sorted(indices):
+            sig = self._compiled[index]
+            if not sig.last_only:
                 now.append(index)
+            elif (sig.set_exact and buf is raw) or sig.regex.search(buf.data, 1, until) is not None:
+                self._pending[index] = (buf, final)  # it is here: earlier buffers no longer matter
         self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}
         if len(held) > _PENDING_BUFFERS:
@@ -258,11 +307,12 @@ class _Run:
     def _settle(self, buf: _Buffer | None = None) -> None:
         """Locate the last-only signatures waiting on `buf` (None: on every buffer)."""
         groups: dict[int, list[int]] = {}
-        for index, (waiting, _, _) in self._pending.items():
+        for index, (waiting, _) in self._pending.items():
             if buf is None or waiting is buf:
                 groups.setdefault(id(waiting), []).append(index)
         for indices in groups.values():
-            waiting, until, final = self._pending[indices[0]]
+            waiting, final = self._pending[indices[0]]
+            until = waiting.end(final)
             located = []
             for index in indices:
                 del self._pending[index]
@@ -389,4 +439,5 @@ def _excerpt(data: bytes, start: int, stop: int, focus: int) -> str:
 
 
 def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+    """Text to show: context lines may come from a piece whose escapes were never removed."""
+    return strip_escapes(raw).decode("utf-8", "replace")

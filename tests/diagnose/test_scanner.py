@@ -252,8 +252,11 @@ def test_last_only_signatures_find_the_last_match_wherever_it_lies(chunk_size: i
     lines[3] = "release 11.8, V11.8.89"
     lines[250] = "release 12.4, V12.4.131"
     lines[390] = "toolchain nightly-2024-04-24"
-    sigs = [Signature("@banner", r"release (?P<v>\d+\.\d+), V", last_only=True),
-            Signature("@tc", r"toolchain (?P<t>\S+)", last_only=True), Signature("r#0", r"line 39\d")]
+    sigs = [
+        Signature("@banner", r"release (?P<v>\d+\.\d+), V", last_only=True),
+        Signature("@tc", r"toolchain (?P<t>\S+)", last_only=True),
+        Signature("r#0", r"line 39\d"),
+    ]
     hits = Scanner(sigs).scan(io.BytesIO(("\n".join(lines) + "\n").encode()), chunk_size=chunk_size)
     assert (hits["@banner"].line, hits["@banner"].groups["v"]) == (251, "12.4")
     assert (hits["@tc"].line, hits["@tc"].groups["t"]) == (391, "nightly-2024-04-24")
@@ -267,4 +270,79 @@ def test_more_waiting_pieces_than_held_are_settled_early_and_right() -> None:
     sigs = [Signature(f"@f{k}", rf"fact{k} = (?P<v>\d)", last_only=True) for k in range(8)]
     hits = Scanner(sigs).scan(io.BytesIO(("\n".join(lines) + "\n").encode()), chunk_size=192)
     assert {key: (hit.line, hit.groups["v"]) for key, hit in hits.items()} == {
-        f"@f{k}": (60 * k + 8, str(k)) for k in range(8)}
+        f"@f{k}": (60 * k + 8, str(k)) for k in range(8)
+    }
+
+
+ESCAPES = (b"\x1b[0m", b"\x1b[1m\x1b[31m", b"\x1b[38;5;196m", b"\x1b(B", b"\x1bM", b"\x1b", b"\x1b[K", b"\x1b[?25l")
+
+
+def coloured(data: bytes, seed: int, rate: float = 0.08) -> bytes:
+    """``data`` with escape sequences put between characters at random, as a terminal would
+    (at line starts, inside words, between a key word and its colon)."""
+    rng = random.Random(seed)
+    out = bytearray()
+    for byte in data:
+        if rng.random() < rate:
+            out += rng.choice(ESCAPES)
+        out.append(byte)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("chunk_size", [192, 257, 4096])
+@pytest.mark.parametrize("seed", range(8))
+def test_escapes_anywhere_in_a_line_give_the_answer_of_the_cleaned_log(tmp_path: Path, seed: int, chunk_size: int):
+    # The Set reads escapes in place and only pieces with a hit are stripped: the hits, their
+    # lines, captures and context must be those of the log cleaned as a whole first.
+    log = coloured(random_log(seed), seed)
+    hits = scan(write(tmp_path, log), chunk_size=chunk_size)
+    assert hits and as_plain(hits) == as_plain(reference(log))
+
+
+def test_knowledge_base_signatures_match_through_escapes_as_on_clean_text() -> None:
+    # Every built-in signature and extractor on every fixture log of the knowledge base, coloured: the
+    # scan finds what it finds in the same log cleaned first.
+    from ci_matrix.edges import files
+    from ci_matrix.edges.logs import scanner_for
+
+    scanner = scanner_for(tuple(files.trusted_builtin_rules()))  # signatures and evidence extractors
+    assert scanner._lazy  # every one of them steps over escapes
+    fixtures = sorted((Path(files.__file__).resolve().parent.parent / "knowledge" / "fixtures").rglob("*.log"))
+    found = 0
+    for n, fixture in enumerate(fixtures):
+        data = coloured(clean(fixture.read_bytes()), n, rate=0.05)  # GitHub's stamps come before any colour
+        hits = scanner.scan(io.BytesIO(data))
+        assert as_plain(hits) == as_plain(scanner.scan(io.BytesIO(clean(data)))), fixture.name
+        found += bool(hits)
+    assert found > 100
+
+
+def test_a_pattern_that_cannot_step_over_escapes_makes_the_scan_clean_first(tmp_path: Path) -> None:
+    sigs = (*SIGNATURES, Signature("posix#0", r"exit code [[:digit:]]+"))
+    scanner = Scanner(sigs)
+    assert not scanner._lazy
+    log = b"\x1b[31mexit\x1b[0m code 1\n\x1b[1merror\x1b[0m: internal compiler error: x\n"
+    hits = scanner.scan(io.BytesIO(log))
+    assert (hits["posix#0"].line, hits["rustc-ice#0"].text) == (1, "error: internal compiler error: x")
+
+
+def test_a_word_boundary_broken_by_colour_does_not_hide_the_earlier_fact() -> None:
+    # The Set drops word boundaries, so it sees "@tool" in the coloured last line; the
+    # cleaned line reads "xtool 2", where the extractor does not match: line 1 stays the answer.
+    lines = [b"tool 1"] + [b"filler"] * 200 + [b"x\x1b[0mtool 2"]
+    sigs = [Signature("@tool", r"\btool (?P<v>\d)", last_only=True)]
+    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=192)
+    assert (hits["@tool"].line, hits["@tool"].groups["v"]) == (1, "1")
+
+
+def test_a_hyperlink_escape_hides_neither_a_failure_nor_shows_its_target(tmp_path: Path) -> None:
+    # OSC 8 hyperlinks (cargo's, in a terminal that asks for them): their text is removed,
+    # not stepped over, so the piece is cleaned before it is matched.
+    log = (
+        b"\x1b]8;;file:///src/lib.rs\x1b\\error\x1b]8;;\x1b\\: could not compile `x`\n"
+        b"\x1b]0;error: internal compiler error: title\x07done\n"
+    )
+    hits = scan(write(tmp_path, log))
+    assert hits["could-not-compile#0"].text == "error: could not compile `x`"
+    assert "rustc-ice#0" not in hits
+    assert as_plain(hits) == as_plain(reference(log))

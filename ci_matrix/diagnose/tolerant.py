@@ -1,0 +1,127 @@
+"""Signatures that step over ANSI escape sequences, so the scanner's RE2 pass can run on
+the log as it comes and only the few pieces where something matched are cleaned.
+
+Removing colour codes costs Python a step per escape (about 0.2 µs), which on a coloured
+CI log is most of a scan. ``escape_tolerant(pattern)`` rewrites a signature so that after
+every character it may match, and after a line start, it also steps over a run of escape
+sequences (``ESCAPE_RUN_RE2``, a superset of what cleaning removes). Whatever the original
+matches in the cleaned text, the rewrite matches in the raw text. It may match more
+(word boundaries are dropped, and an escape's bytes may be read either way), so it only
+says where to look: the original pattern, on the cleaned piece, has the last word.
+
+The pattern is parsed with Python's own regular-expression parser, whose tree for the
+RE2 subset the knowledge base uses is the same as RE2's; syntax where the two differ is
+refused (``None``), and the scanner then cleans every piece first, as it always did.
+"""
+
+from __future__ import annotations
+
+import re
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+from ci_matrix.diagnose.cleaning import ESCAPE_RUN_RE2
+
+# Syntax that RE2 and Python read differently (POSIX classes, Unicode classes, quoting,
+# RE2's \C and \z, Perl's named groups and RE2's ungreedy flag): refused, not guessed.
+_UNSAFE = ("[[:", r"\p", r"\P", r"\Q", r"\E", r"\C", r"\z", "(?<", "(?U")
+_CATEGORIES = {
+    sre.CATEGORY_DIGIT: r"\d",
+    sre.CATEGORY_NOT_DIGIT: r"\D",
+    sre.CATEGORY_SPACE: r"\s",
+    sre.CATEGORY_NOT_SPACE: r"\S",
+    sre.CATEGORY_WORD: r"\w",
+    sre.CATEGORY_NOT_WORD: r"\W",
+}
+_FLAGS = ((re.IGNORECASE, "i"), (re.DOTALL, "s"))
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def escape_tolerant(pattern: str) -> str | None:
+    """Return ``pattern`` rewritten to step over escape runs, or None where it cannot be."""
+    if any(token in pattern for token in _UNSAFE):
+        return None
+    try:
+        tree = sre_parse.parse(pattern)
+        return _flags(tree.state.flags, 0) + _sequence(tree)
+    except (re.error, _Unsupported, KeyError, RecursionError):
+        return None
+
+
+def _flags(on: int, off: int, scoped: bool = False) -> str:
+    added = "".join(letter for flag, letter in _FLAGS if on & flag)
+    removed = "".join(letter for flag, letter in _FLAGS if off & flag)
+    if not (added or removed or scoped):
+        return ""
+    return "(?" + added + ("-" + removed if removed else "") + (":" if scoped else ")")
+
+
+def _sequence(items: Any) -> str:
+    return "".join(_item(op, arg) for op, arg in items)
+
+
+def _item(op: Any, arg: Any) -> str:
+    if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY):
+        return _atom(op, arg) + ESCAPE_RUN_RE2
+    if op is sre.AT:
+        return _anchor(arg)
+    if op is sre.SUBPATTERN:  # a capture is not needed to tell whether a pattern matches
+        _, on, off, items = arg
+        return _flags(on, off, scoped=True) + _sequence(items) + ")"
+    if op is sre.BRANCH:
+        return "(?:" + "|".join(_sequence(items) for items in arg[1]) + ")"
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        low, high, items = arg
+        return "(?:" + _sequence(items) + ")" + _quantifier(low, high) + ("?" if op is sre.MIN_REPEAT else "")
+    raise _Unsupported(str(op))
+
+
+def _atom(op: Any, arg: Any) -> str:
+    if op is sre.LITERAL:
+        return _char(arg)
+    if op is sre.NOT_LITERAL:
+        return "[^" + _char(arg) + "]"
+    if op is sre.ANY:
+        return "."
+    if op is sre.CATEGORY:
+        return _CATEGORIES[arg]
+    return "[" + "".join(_class_item(o, a) for o, a in arg) + "]"
+
+
+def _class_item(op: Any, arg: Any) -> str:
+    if op is sre.NEGATE:
+        return "^"
+    if op is sre.LITERAL:
+        return _char(arg)
+    if op is sre.RANGE:
+        return _char(arg[0]) + "-" + _char(arg[1])
+    if op is sre.CATEGORY:
+        return _CATEGORIES[arg]
+    raise _Unsupported(str(op))
+
+
+def _anchor(at: Any) -> str:
+    if at is sre.AT_BEGINNING:
+        return "^" + ESCAPE_RUN_RE2
+    if at is sre.AT_END:
+        return "$"
+    if at in (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY):
+        return ""  # an escape between two characters moves a word boundary: look anyway
+    raise _Unsupported(str(at))
+
+
+def _quantifier(low: int, high: Any) -> str:
+    if high is sre.MAXREPEAT:
+        return {0: "*", 1: "+"}.get(low, f"{{{low},}}")
+    if (low, high) == (0, 1):
+        return "?"
+    return f"{{{low}}}" if low == high else f"{{{low},{high}}}"
+
+
+def _char(code: int) -> str:
+    char = chr(code)
+    return char if char.isascii() and char.isalnum() else f"\\x{{{code:x}}}"

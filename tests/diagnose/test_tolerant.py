@@ -1,0 +1,61 @@
+"""Signatures rewritten to step over escape sequences: they match the raw text wherever the
+original matches the cleaned text, and refuse syntax that RE2 and Python read differently."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import re2
+
+from ci_matrix.diagnose.cleaning import clean
+from ci_matrix.diagnose.tolerant import escape_tolerant
+
+PATTERNS = [
+    r"^error: could not compile `(?P<crate>[\w-]+)`",
+    r"(?i)failed to legalize operation '(?P<op>[\w.]+)'",
+    r"nvcc fatal\s*: Unsupported gpu architecture '(?:compute|sm)_(?P<arch>\d{2,3})[af]?'",
+    r"Stack dump:\n0\.\s+Program arguments: [^\n]*iree-compile",
+    r"release (?P<v>\d+\.\d+), V\d+(?:\.\d+)*$",
+    r"\bcuda-(?P<v>1[0-3])\.\d\b",
+    r"(?:error|warning): [^:\n]{1,80}?: not found",
+]
+TEXTS = [
+    "error: could not compile `rustc_codegen_spirv` (lib)",
+    "error: Failed To Legalize Operation 'stream.executable'",
+    "nvcc fatal   : Unsupported gpu architecture 'compute_90a'",
+    "Stack dump:\n0.\tProgram arguments: /opt/iree-compile --iree-hal-target-device=local",
+    "Cuda compilation tools, release 12.4, V12.4.131",
+    "found cuda-12.4 in /usr/local",
+    "error: linker cc: not found",
+]
+ESCAPES = [b"\x1b[0m", b"\x1b[1m\x1b[31m", b"\x1b[38;5;9m", b"\x1b(B", b"\x1b[K"]
+
+
+def colour(text: str, rng: random.Random) -> bytes:
+    out = bytearray()
+    for byte in text.encode():
+        if rng.random() < 0.3:
+            out += rng.choice(ESCAPES)
+        out.append(byte)
+    return bytes(out) + rng.choice(ESCAPES)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_what_matches_the_cleaned_text_matches_the_raw_text(seed: int) -> None:
+    rng = random.Random(seed)
+    for pattern, text in zip(PATTERNS, TEXTS, strict=True):
+        raw = colour(text, rng)
+        assert re2.search("(?m)" + pattern, clean(raw)), (pattern, raw)
+        assert re2.search("(?m)" + escape_tolerant(pattern), raw), (pattern, raw)
+
+
+def test_on_text_without_escapes_the_rewrite_means_the_same() -> None:
+    for pattern, text in zip(PATTERNS, TEXTS, strict=True):
+        rewritten = re2.compile("(?m)" + escape_tolerant(pattern))
+        assert rewritten.search(text) and not rewritten.search(text.replace("e", "E").replace("1", "x")[::-1])
+
+
+@pytest.mark.parametrize("pattern", [r"exit [[:digit:]]+", r"\pL+ failed", r"\Qa.b\E", r"(?U)a+", r"(?<n>x)", r"a\z"])
+def test_syntax_read_differently_by_re2_and_python_is_refused(pattern: str) -> None:
+    assert escape_tolerant(pattern) is None
