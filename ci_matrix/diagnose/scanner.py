@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 import re2
 
-from ci_matrix.diagnose.cleaning import OSC_RE2, clean_pieces, strip_escapes
+from ci_matrix.diagnose.cleaning import clean_pieces, strip_escapes
 from ci_matrix.diagnose.tolerant import escape_tolerant
 
 CHUNK_SIZE = 2 << 20
@@ -140,8 +140,7 @@ class Scanner:
                 dataclasses.replace(c, set_pattern=c.regex.pattern, set_exact=True, tolerant=False) for c in compiled
             )
         self._compiled = compiled
-        # A lazy Set also tells where an OSC sequence lies: its text is not stepped over.
-        self._set = _compile_set([c.set_pattern for c in compiled] + ([f"(?m){OSC_RE2}"] if self._lazy else []))
+        self._set = _compile_set([c.set_pattern for c in compiled])
 
     def scan(self, stream: BinaryIO, *, context: int = 3, chunk_size: int = CHUNK_SIZE) -> dict[str, Hit]:
         """Return the last hit of each signature found in ``stream``, keyed by signature key.
@@ -151,7 +150,7 @@ class Scanner:
         """
         if context < 0:
             raise ValueError("context must not be negative")
-        run = _Run(self._compiled, context, self._set.Match)
+        run = _Run(self._compiled, context)
         overlap = min(OVERLAP_BYTES, chunk_size)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool:
             waiting: tuple[_Buffer, Future[list[int] | None]] | None = None
@@ -257,10 +256,9 @@ class _Run:
     ``_PENDING_BUFFERS`` buffers are held for this; past that the oldest is settled early.
     """
 
-    def __init__(self, compiled: Sequence[_Compiled], context: int, match: Any) -> None:
+    def __init__(self, compiled: Sequence[_Compiled], context: int) -> None:
         self._compiled = compiled
         self._context = context
-        self._match = match  # the Set's Match, for a piece that held an OSC sequence
         self._counts: dict[str, int] = {}
         self._found: dict[str, _Found] = {}
         self._pending: dict[int, tuple[_Buffer, bool]] = {}  # last-only index -> its last buffer
@@ -277,10 +275,6 @@ class _Run:
         if not indices:
             return
         buf = raw.stripped()
-        if len(self._compiled) in indices:  # an OSC sequence: look again without escapes
-            indices = self._match(buf.data)
-            if not indices:
-                return
         until = buf.end(final)
         now = []
         for index in sorted(indices):

@@ -326,6 +326,15 @@ def test_a_pattern_that_cannot_step_over_escapes_makes_the_scan_clean_first(tmp_
     assert (hits["posix#0"].line, hits["rustc-ice#0"].text) == (1, "error: internal compiler error: x")
 
 
+def test_text_the_set_stepped_over_after_an_escape_does_not_hide_the_earlier_fact() -> None:
+    # The Set steps over what follows an ESC up to the next one, so it sees "release 2" in
+    # "relea<ESC>[0mXXXXse 2"; the cleaned line reads "releaXXXXse 2": line 1 stays the answer.
+    lines = [b"release 1"] + [b"filler"] * 200 + [b"relea\x1b[0mXXXXse 2"]
+    sigs = [Signature("@release", r"release (?P<v>\d)", last_only=True)]
+    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=192)
+    assert (hits["@release"].line, hits["@release"].groups["v"]) == (1, "1")
+
+
 def test_a_word_boundary_broken_by_colour_does_not_hide_the_earlier_fact() -> None:
     # The Set drops word boundaries, so it sees "@tool" in the coloured last line; the
     # cleaned line reads "xtool 2", where the extractor does not match: line 1 stays the answer.
@@ -336,8 +345,8 @@ def test_a_word_boundary_broken_by_colour_does_not_hide_the_earlier_fact() -> No
 
 
 def test_a_hyperlink_escape_hides_neither_a_failure_nor_shows_its_target(tmp_path: Path) -> None:
-    # OSC 8 hyperlinks (cargo's, in a terminal that asks for them): their text is removed,
-    # not stepped over, so the piece is cleaned before it is matched.
+    # OSC 8 hyperlinks (cargo's, in a terminal that asks for them) and window titles: their
+    # text is removed by cleaning, and what the Set steps over, the signatures look at again.
     log = (
         b"\x1b]8;;file:///src/lib.rs\x1b\\error\x1b]8;;\x1b\\: could not compile `x`\n"
         b"\x1b]0;error: internal compiler error: title\x07done\n"
