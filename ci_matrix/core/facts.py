@@ -36,7 +36,15 @@ DERIVED = ("os", "cpu", "gpu", "rust-channel", "rust-date", "rust-version")
 #: compiler's host triple, a nightly's commit date, whether rustc reported an error of its
 #: own, the GPU the program ran on and its runtime (cuda, hip), the flags of the failing
 #: iree-compile command.
-LOG_FACTS = ("rust-host", "rust-commit-date", "rust-error", "gpu-capability", "gpu-runtime", "iree-compile-flags")
+LOG_FACTS = (
+    "rust-host",
+    "rust-commit-date",
+    "rust-error",
+    "gpu-capability",
+    "gpu-runtime",
+    "iree-compile-flags",
+    "mlir-tool",  # an MLIR compiler other than iree-compile that reported the error
+)
 #: Facts that hold a set of values; a condition's value asks whether the set contains it.
 SET_FACTS = frozenset(("uses", "iree-compile-flags"))
 

@@ -188,3 +188,17 @@ def test_a_draft_with_a_cell_says_where_it_was_seen(capsys: pytest.CaptureFixtur
     assert "  when:\n    platform: linux-x86_64\n    cuda-version: '12.4'\n    cuda-arch: sm_80\n" in text
     assert r"""- 'k\.cu\(\d+\): error: identifier "__nv_fp8_e8m0" is undefined'""" in text
     assert "    cell:\n      platform: linux-x86_64\n" in text
+
+
+def test_a_project_using_torch_mlir_still_gets_its_iree_legalization_failure(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Whether torch-mlir's own pipeline failed is read from the log (mlir-tool), not from the
+    # project's `uses`: an IREE project that imports through torch-mlir keeps the finding.
+    manifest = tmp_path / "ci-matrix.yml"
+    manifest.write_text("builds:\n  m:\n    platforms: [linux-x86_64]\n    uses: [torch-mlir]\n"
+                        "    iree: {targets: [llvm-cpu]}\n    run: iree-compile m.mlir\n", encoding="utf-8")
+    folder = FIXTURES / "iree-legalization-failure"
+    cell = ["--manifest", str(manifest), "--cell", "m-linux-x86_64-iree-llvm-cpu"]
+    assert diagnose(capsys, folder / "match.log", *cell)["findings"][0]["rule"] == "iree-legalization-failure"
+    assert not diagnose(capsys, folder / "near-miss-torch-mlir.log", *cell)["findings"]
