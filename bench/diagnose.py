@@ -130,18 +130,21 @@ def _ere_token(text: str, i: int, fold: bool) -> tuple[str, int]:
 
 
 def _ere_class(text: str, i: int) -> tuple[str, int]:
-    body, k = [], i + 1
+    body, k, negate, bracket = [], i + 1, "", ""
     if text[k] == "^":
-        body.append("^")
+        negate = "^"
         k += 1
-    while text[k] != "]" or len(body) == (1 if body[:1] == ["^"] else 0):
-        if text[k] == "\\":
+    while text[k] != "]" or not (body or bracket):
+        if text[k] == "\\" and text[k + 1] == "]":
+            bracket = "]"  # a literal ] must come first in an ERE bracket expression
+            k += 2
+        elif text[k] == "\\":
             body.append(_CLASS_ESCAPES.get(text[k + 1], text[k + 1]))
             k += 2
         else:
             body.append(text[k])
             k += 1
-    return "[" + "".join(body) + "]", k + 1
+    return "[" + negate + bracket + "".join(body) + "]", k + 1
 
 
 # --- logs ------------------------------------------------------------------------------
@@ -262,8 +265,12 @@ def run_grep(ere_file: Path, log: Path) -> float:
     # /dev/null, it would stop at the first match).
     env = {**os.environ, "LC_ALL": "C"}
     started = time.perf_counter()
-    subprocess.run(["grep", "-E", "-c", "-f", str(ere_file), str(log)], env=env, capture_output=True, check=False)
-    return time.perf_counter() - started
+    argv = ["grep", "-E", "-c", "-f", str(ere_file), str(log)]
+    done = subprocess.run(argv, env=env, capture_output=True, check=False)
+    seconds = time.perf_counter() - started
+    if done.returncode > 1:  # 0: lines matched, 1: none; 2: grep refused a pattern and timed nothing
+        raise SystemExit(f"grep failed: {done.stderr.decode(errors='replace').strip()}")
+    return seconds
 
 
 def measure(args: argparse.Namespace, work: Path) -> None:

@@ -35,11 +35,14 @@ _ESCAPE = (
 )
 _ANSI = re.compile(_ESCAPE + rb"(?:" + _ESCAPE + rb")*")
 # What a signature steps over in text that still holds escapes (ci_matrix.diagnose.tolerant):
-# an ESC and whatever follows it on the line up to the next ESC or BEL, and that BEL. Every
-# run _ANSI removes (CSI, OSC up to BEL or ESC backslash, charset, two-byte, lone ESC) is a
-# run of this, so a rewritten signature matches the raw text wherever the original matches
-# the cleaned one. It is looser than _ANSI, and small, so that the rewritten Set compiles fast.
-ESCAPE_RUN_RE2 = r"(?:\x1b[^\x07\x1b\n]*\x07?)*"
+# an ESC, then any parameter or intermediate bytes, brackets included, in any order, then a
+# final byte, each part optional. Every run _ANSI removes, OSC aside, is a run of this, so a
+# rewritten signature matches the raw text wherever the original matches the cleaned one.
+# It is small and tight, so that the rewritten Set compiles fast and its DFA stays small on
+# hostile bytes. An OSC's text may hold anything: a piece with one (_OSC_PROBE, an RE2 pass
+# of a few milliseconds) has its escapes removed before it is matched.
+ESCAPE_RUN_RE2 = r"(?:\x1b[ -?\[\]]*[@-~]?)*"
+_OSC_PROBE = re2.compile(rb"\x1b\]")
 # GitHub Actions prefixes every line of a downloaded log with "2024-05-01T12:34:56.1234567Z ".
 _STAMP_BODY = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z "
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
@@ -71,14 +74,17 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> by
     ``at_line_start`` says whether ``raw`` begins a line (a piece cut from the middle
     of an overlong line does not, and must keep its first bytes). ``escapes=False`` leaves
     the escape sequences for :func:`strip_escapes` to remove later, where they matter
-    (the scanner's signatures step over them: see ``ESCAPE_RUN_RE2``). Escapes go last,
-    so the text is the same whether they go now or later.
+    (the scanner's signatures step over them: see ``ESCAPE_RUN_RE2``), except in a piece
+    that holds an OSC sequence. Escapes go last, so the text is the same whether they go
+    now or later.
     """
     data = raw.replace(b"\0", b"") if b"\0" in raw else raw
     if b"\r" in data:
         data = _line_ends(data)
     data = _valid_utf8(_strip_stamps(data, at_line_start=at_line_start))
-    return strip_escapes(data) if escapes else data
+    if escapes or (b"\x1b" in data and _OSC_PROBE.search(data) is not None):
+        return strip_escapes(data)
+    return data
 
 
 def strip_escapes(data: bytes) -> bytes:

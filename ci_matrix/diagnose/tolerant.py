@@ -76,8 +76,32 @@ def _item(op: Any, arg: Any) -> str:
         return "(?:" + "|".join(_sequence(items) for items in arg[1]) + ")"
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
         low, high, items = arg
-        return "(?:" + _sequence(items) + ")" + _quantifier(low, high) + ("?" if op is sre.MIN_REPEAT else "")
+        lazy = "?" if op is sre.MIN_REPEAT else ""
+        if high is sre.MAXREPEAT and len(items) == 1 and _takes_any_escape(*items[0]):
+            # `[^\n]*` already runs over escapes: stepping over them too only grows the DFA
+            return "(?:" + _atom(*items[0]) + ")" + _quantifier(low, high) + lazy
+        return "(?:" + _sequence(items) + ")" + _quantifier(low, high) + lazy
     raise _Unsupported(str(op))
+
+
+def _takes_any_escape(op: Any, arg: Any) -> bool:
+    """Whether one atom matches every byte an escape run may hold (ESC and printable ASCII):
+    `.` and negated classes that leave those bytes alone."""
+    if op is sre.ANY:
+        return True
+    if op is sre.NOT_LITERAL:  # how the parser writes `[^\n]`
+        arg = [(sre.NEGATE, None), (sre.LITERAL, arg)]
+    elif op is not sre.IN or not arg or arg[0][0] is not sre.NEGATE:
+        return False
+    excluded = []
+    for item, value in arg[1:]:
+        if item is sre.LITERAL:
+            excluded.append((value, value))
+        elif item is sre.RANGE:
+            excluded.append(value)
+        else:
+            return False
+    return all(high < 0x1B or 0x1B < low <= high < 0x20 or low > 0x7E for low, high in excluded)
 
 
 def _atom(op: Any, arg: Any) -> str:

@@ -59,3 +59,15 @@ def test_on_text_without_escapes_the_rewrite_means_the_same() -> None:
 @pytest.mark.parametrize("pattern", [r"exit [[:digit:]]+", r"\pL+ failed", r"\Qa.b\E", r"(?U)a+", r"(?<n>x)", r"a\z"])
 def test_syntax_read_differently_by_re2_and_python_is_refused(pattern: str) -> None:
     assert escape_tolerant(pattern) is None
+
+
+def test_a_repeat_that_already_runs_over_escapes_is_left_as_it_is() -> None:
+    # A smaller DFA: `[^\n]*` and `.+` take escapes as they come; a bounded repeat, or a
+    # class that leaves out a byte an escape may hold, still steps over them.
+    assert escape_tolerant(r"a[^\n]*b").count("\\x1b") == 2
+    assert escape_tolerant(r"a.+?b").count("\\x1b") == 2
+    assert escape_tolerant(r"a[^\n]{0,9}b").count("\\x1b") == 3
+    assert escape_tolerant(r"a[^']*b").count("\\x1b") == 3
+    raw = b"a1\x1b[0m2\x1b[31mb"
+    for pattern in (r"a[^\n]*b", r"a.+?b", r"a[^\n]{0,9}b", r"a[^']*b"):
+        assert re2.search(escape_tolerant(pattern), raw) and re2.search(pattern, clean(raw)), pattern
