@@ -57,6 +57,9 @@ _ONE_BY_ONE_MAX = 1 << 16
 _BULK_SEQUENCES = 4
 _BULK_MIN_SEEN = 16
 _SAMPLE_BYTES = 64 << 10
+# A piece whose first _SAMPLE_BYTES hold at most this many ESC bytes is stripped at once
+# even when the scanner could read its escapes in place: a few costs microseconds.
+_FEW_ESCAPES = 64
 
 # Up to this many CRs in a piece are turned into line ends one by one (see _line_ends); up
 # to this many lines with invalid UTF-8 are repaired one by one (see _valid_utf8).
@@ -73,18 +76,23 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> by
 
     ``at_line_start`` says whether ``raw`` begins a line (a piece cut from the middle
     of an overlong line does not, and must keep its first bytes). ``escapes=False`` leaves
-    the escape sequences for :func:`strip_escapes` to remove later, where they matter
-    (the scanner's signatures step over them: see ``ESCAPE_RUN_RE2``), except in a piece
-    that holds an OSC sequence. Escapes go last, so the text is the same whether they go
-    now or later.
+    the escape sequences of a piece dense in them for :func:`strip_escapes` to remove
+    later, where they matter (the scanner's signatures step over them: see
+    ``ESCAPE_RUN_RE2``), unless it holds an OSC sequence. Escapes go last, so the text is
+    the same whether they go now or later.
     """
     data = raw.replace(b"\0", b"") if b"\0" in raw else raw
     if b"\r" in data:
         data = _line_ends(data)
     data = _valid_utf8(_strip_stamps(data, at_line_start=at_line_start))
-    if escapes or (b"\x1b" in data and _OSC_PROBE.search(data) is not None):
+    if escapes or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
         return strip_escapes(data)
     return data
+
+
+def _few_escapes(data: bytes) -> bool:
+    """Whether removing ``data``'s escapes now is cheap: its first window holds few of them."""
+    return data.count(b"\x1b", 0, _SAMPLE_BYTES) <= _FEW_ESCAPES
 
 
 def strip_escapes(data: bytes) -> bytes:

@@ -326,22 +326,26 @@ def test_a_pattern_that_cannot_step_over_escapes_makes_the_scan_clean_first(tmp_
     assert (hits["posix#0"].line, hits["rustc-ice#0"].text) == (1, "error: internal compiler error: x")
 
 
+# Dense enough in colour that a piece keeps its escapes for the escape-tolerant Set.
+COLOURED_FILLER = b"\x1b[2mfi\x1b[0mll\x1b[1mer\x1b[0m"
+
+
 def test_an_escape_the_set_steps_over_but_cleaning_keeps_does_not_hide_the_earlier_fact() -> None:
     # A CSI with more parameter bytes than cleaning accepts loses only its ESC there, so the
     # cleaned line reads "relea[111…1mse 2"; the Set, looser, steps over it and sees
     # "release 2". The extractor decides on the cleaned piece: line 1 stays the answer.
-    lines = [b"release 1"] + [b"filler"] * 200 + [b"relea\x1b[" + b"1" * 70 + b"mse 2"]
+    lines = [b"release 1"] + [COLOURED_FILLER] * 400 + [b"relea\x1b[" + b"1" * 70 + b"mse 2"] + [COLOURED_FILLER] * 40
     sigs = [Signature("@release", r"release (?P<v>\d)", last_only=True)]
-    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=192)
+    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=1024)
     assert (hits["@release"].line, hits["@release"].groups["v"]) == (1, "1")
 
 
 def test_a_word_boundary_broken_by_colour_does_not_hide_the_earlier_fact() -> None:
-    # The Set drops word boundaries, so it sees "@tool" in the coloured last line; the
+    # The escape-tolerant Set drops word boundaries, so it sees "@tool" in the coloured last line; the
     # cleaned line reads "xtool 2", where the extractor does not match: line 1 stays the answer.
-    lines = [b"tool 1"] + [b"filler"] * 200 + [b"x\x1b[0mtool 2"]
+    lines = [b"tool 1"] + [COLOURED_FILLER] * 400 + [b"x\x1b[0mtool 2"] + [COLOURED_FILLER] * 40
     sigs = [Signature("@tool", r"\btool (?P<v>\d)", last_only=True)]
-    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=192)
+    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=1024)
     assert (hits["@tool"].line, hits["@tool"].groups["v"]) == (1, "1")
 
 
