@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 import re2
 
 from ci_matrix.diagnose.cleaning import clean_pieces, strip_escapes
-from ci_matrix.diagnose.tolerant import escape_tolerant
+from ci_matrix.diagnose.tolerant import set_forms
 
 CHUNK_SIZE = 2 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
@@ -83,7 +83,9 @@ class _Compiled:
     key: str
     regex: _Regex
     last_only: bool = False
-    tolerant: str | None = None  # the pattern rewritten to step over escape sequences
+    tolerant: str | None = None  # what the Set looks for in text with escapes (None: it cannot)
+    plain: str = ""  # what the Set looks for in clean text: the pattern, or its core part
+    exact: bool = True  # plain is the pattern itself
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ class Scanner:
     def __init__(self, signatures: Sequence[Signature]) -> None:
         """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
         self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
-        self._set = _compile_set([c.regex.pattern for c in self._compiled])
+        self._set = _compile_set([f"(?m){c.plain}" for c in self._compiled])
         # Escapes stay in a piece only where every signature can step over them.
         self._lazy = all(c.tolerant is not None for c in self._compiled)
         self._escape_set: Any = None  # compiled when a piece first keeps its escapes
@@ -192,7 +194,8 @@ def _compile(sig: Signature) -> _Compiled:
         raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
-    return _Compiled(sig.key, regex, sig.last_only, escape_tolerant(sig.pattern))
+    forms = set_forms(sig.pattern)
+    return _Compiled(sig.key, regex, sig.last_only, forms.tolerant, forms.plain, forms.exact)
 
 
 def _reason(exc: Exception) -> str:
@@ -284,8 +287,9 @@ class _Run:
             sig = self._compiled[index]
             if not sig.last_only:
                 now.append(index)
-            elif buf is raw or sig.regex.search(buf.data, 1, until) is not None:
-                # It is here (the plain Set's word is final): earlier buffers no longer matter.
+            elif (buf is raw and sig.exact) or sig.regex.search(buf.data, 1, until) is not None:
+                # It is here (the plain Set's word on the pattern is final): earlier buffers no
+                # longer matter.
                 self._pending[index] = (buf, final)
         self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}

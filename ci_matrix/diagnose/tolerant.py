@@ -17,6 +17,7 @@ refused (``None``), and the scanner then cleans every piece first, as it always 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -47,9 +48,102 @@ def escape_tolerant(pattern: str) -> str | None:
         return None
     try:
         tree = sre_parse.parse(pattern)
-        return _flags(tree.state.flags, 0) + _sequence(tree)
+        return _flags(tree.state.flags, 0) + _sequence(tree, ESCAPE_RUN_RE2)
     except (re.error, _Unsupported, KeyError, RecursionError):
         return None
+
+
+@dataclass(frozen=True)
+class SetForms:
+    """What a scanner's RE2 Sets look for on behalf of one signature.
+
+    ``plain``: for cleaned text; ``tolerant``: for text that still holds escapes (None: the
+    pattern cannot be rewritten); ``exact``: whether ``plain`` means the pattern itself (a
+    Set's word is then final on a piece without escapes).
+    """
+
+    plain: str
+    tolerant: str | None
+    exact: bool
+
+
+def set_forms(pattern: str) -> SetForms:
+    """The forms of ``pattern`` a Set looks for.
+
+    A pattern of two parts joined by a wide gap (``A[^\\n]*B``, ``A\\n(?:[^\\n]*\\n){0,6}B``)
+    keeps a DFA state for "A was seen" on every line after A, and with a few hundred such
+    patterns, hostile text makes the Set's DFA build states without end. So a Set looks
+    only for the part with the most literal characters: every match of the pattern holds
+    a match of that part at the same place, and the pattern itself decides afterwards.
+    """
+    if any(token in pattern for token in _UNSAFE):
+        return SetForms(pattern, None, True)
+    try:
+        tree = sre_parse.parse(pattern)
+        flags = _flags(tree.state.flags, 0)
+        part = _core(list(tree))
+        plain = pattern if part is None else flags + _sequence(part, "")
+        return SetForms(plain, flags + _sequence(list(tree) if part is None else part, ESCAPE_RUN_RE2), part is None)
+    except (re.error, _Unsupported, KeyError, RecursionError):
+        return SetForms(pattern, None, True)
+
+
+_MIN_CORE = 6  # literal characters a part needs to stand for its pattern
+
+
+def _core(items: list[Any]) -> list[Any] | None:
+    """The top-level stretch of ``items`` between wide gaps with the most literal
+    characters, or None when there is no gap or no stretch literal enough."""
+    parts: list[list[Any]] = [[]]
+    for op, arg in items:
+        if _is_wide_gap(op, arg):
+            parts.append([])
+        else:
+            parts[-1].append((op, arg))
+    if len(parts) == 1:
+        return None
+    best = max(parts, key=_literals)
+    return best if _literals(best) >= _MIN_CORE else None
+
+
+def _is_wide_gap(op: Any, arg: Any) -> bool:
+    """A repeat that may run over most of a line, or over lines."""
+    if op not in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        return False
+    _, high, items = arg
+    if high is not sre.MAXREPEAT and high < 8:
+        return False
+    return any(o is sre.LITERAL and a == 0x0A for o, a in _walk(items)) or (
+        len(items) == 1 and (items[0][0] in (sre.ANY, sre.NOT_LITERAL) or _is_negated_class(*items[0]))
+    )
+
+
+def _is_negated_class(op: Any, arg: Any) -> bool:
+    return op is sre.IN and bool(arg) and arg[0][0] is sre.NEGATE
+
+
+def _walk(items: Any) -> Any:
+    for op, arg in items:
+        yield op, arg
+        if op is sre.SUBPATTERN:
+            yield from _walk(arg[-1])
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            yield from _walk(arg[2])
+        elif op is sre.BRANCH:
+            for branch in arg[1]:
+                yield from _walk(branch)
+
+
+def _literals(items: list[Any]) -> int:
+    """Literal characters every match of ``items`` holds (not those inside a choice or a
+    repeat)."""
+    count = 0
+    for op, arg in items:
+        if op is sre.LITERAL:
+            count += 1
+        elif op is sre.SUBPATTERN:
+            count += _literals(list(arg[-1]))
+    return count
 
 
 def _flags(on: int, off: int, scoped: bool = False) -> str:
@@ -60,27 +154,29 @@ def _flags(on: int, off: int, scoped: bool = False) -> str:
     return "(?" + added + ("-" + removed if removed else "") + (":" if scoped else ")")
 
 
-def _sequence(items: Any) -> str:
-    return "".join(_item(op, arg) for op, arg in items)
+def _sequence(items: Any, step: str) -> str:
+    """RE2 syntax for ``items``; ``step`` follows every atom and line start (an escape run,
+    or nothing)."""
+    return "".join(_item(op, arg, step) for op, arg in items)
 
 
-def _item(op: Any, arg: Any) -> str:
+def _item(op: Any, arg: Any, step: str) -> str:
     if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.CATEGORY):
-        return _atom(op, arg) + ESCAPE_RUN_RE2
+        return _atom(op, arg) + step
     if op is sre.AT:
-        return _anchor(arg)
+        return _anchor(arg, step)
     if op is sre.SUBPATTERN:  # a capture is not needed to tell whether a pattern matches
         _, on, off, items = arg
-        return _flags(on, off, scoped=True) + _sequence(items) + ")"
+        return _flags(on, off, scoped=True) + _sequence(items, step) + ")"
     if op is sre.BRANCH:
-        return "(?:" + "|".join(_sequence(items) for items in arg[1]) + ")"
+        return "(?:" + "|".join(_sequence(items, step) for items in arg[1]) + ")"
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
         low, high, items = arg
         lazy = "?" if op is sre.MIN_REPEAT else ""
         if high is sre.MAXREPEAT and len(items) == 1 and _takes_any_escape(*items[0]):
             # `[^\n]*` already runs over escapes: stepping over them too only grows the DFA
             return "(?:" + _atom(*items[0]) + ")" + _quantifier(low, high) + lazy
-        return "(?:" + _sequence(items) + ")" + _quantifier(low, high) + lazy
+        return "(?:" + _sequence(items, step) + ")" + _quantifier(low, high) + lazy
     raise _Unsupported(str(op))
 
 
@@ -128,12 +224,14 @@ def _class_item(op: Any, arg: Any) -> str:
     raise _Unsupported(str(op))
 
 
-def _anchor(at: Any) -> str:
+def _anchor(at: Any, step: str) -> str:
     if at is sre.AT_BEGINNING:
-        return "^" + ESCAPE_RUN_RE2
+        return "^" + step
     if at is sre.AT_END:
         return "$"
     if at in (sre.AT_BOUNDARY, sre.AT_NON_BOUNDARY):
+        if not step:
+            return r"\b" if at is sre.AT_BOUNDARY else r"\B"
         return ""  # an escape between two characters moves a word boundary: look anyway
     raise _Unsupported(str(at))
 

@@ -3,13 +3,15 @@ original matches the cleaned text, and refuse syntax that RE2 and Python read di
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
 import re2
 
 from ci_matrix.diagnose.cleaning import clean
-from ci_matrix.diagnose.tolerant import escape_tolerant
+from ci_matrix.diagnose.scanner import Scanner, Signature
+from ci_matrix.diagnose.tolerant import escape_tolerant, set_forms
 
 PATTERNS = [
     r"^error: could not compile `(?P<crate>[\w-]+)`",
@@ -71,3 +73,25 @@ def test_a_repeat_that_already_runs_over_escapes_is_left_as_it_is() -> None:
     raw = b"a1\x1b[0m2\x1b[31mb"
     for pattern in (r"a[^\n]*b", r"a.+?b", r"a[^\n]{0,9}b", r"a[^']*b"):
         assert re2.search(escape_tolerant(pattern), raw) and re2.search(pattern, clean(raw)), pattern
+
+
+def test_a_pattern_with_a_wide_gap_is_looked_for_by_its_most_literal_part() -> None:
+    # "A[^\n]*B" keeps a DFA state per line after A; the Set looks for the part with the most
+    # literal characters, which every match of the whole holds at the same place.
+    forms = set_forms(r"(?:Error|error while loading)[^\n]*?\blib(?:cudart|cublas)\.so\.\d+: cannot open")
+    assert not forms.exact and "Error" not in forms.plain and "cannot" in forms.plain
+    multi = set_forms(r"failed to download from `?https?://[^\n]*\n(?:[^\n]*\n){0,4}?[^\n]*Timeout was reached")
+    assert not multi.exact and "download" in multi.plain and "Timeout" not in multi.plain
+    assert set_forms(r"error: could not compile `(?P<c>[\w-]+)`").plain == r"error: could not compile `(?P<c>[\w-]+)`"
+    assert set_forms(r"\bcuda-(?P<v>1[0-3])\.\d\b").exact  # narrow repeats and boundaries stay
+    assert set_forms(r"ab[^\n]*cd").exact  # no part literal enough: the whole pattern
+    for pattern, text in zip(PATTERNS, TEXTS, strict=True):
+        assert re2.search("(?m)" + set_forms(pattern).plain, text), pattern
+
+
+def test_evidence_seen_by_its_core_alone_does_not_hide_the_earlier_fact() -> None:
+    # The Set sees "version 2" in the last piece, where the whole pattern does not match.
+    lines = [b"version 1 final"] + [b"filler"] * 300 + [b"version 2 draft"]
+    sigs = [Signature("@v", r"version (?P<v>\d+)[^\n]*final", last_only=True)]
+    hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=512)
+    assert (hits["@v"].line, hits["@v"].groups["v"]) == (1, "1")
