@@ -44,13 +44,7 @@ class _Unsupported(Exception):
 
 def escape_tolerant(pattern: str) -> str | None:
     """Return ``pattern`` rewritten to step over escape runs, or None where it cannot be."""
-    if any(token in pattern for token in _UNSAFE):
-        return None
-    try:
-        tree = sre_parse.parse(pattern)
-        return _flags(tree.state.flags, 0) + _sequence(tree, ESCAPE_RUN_RE2)
-    except (re.error, _Unsupported, KeyError, RecursionError):
-        return None
+    return _forms(pattern, core=False).tolerant
 
 
 @dataclass(frozen=True)
@@ -76,12 +70,17 @@ def set_forms(pattern: str) -> SetForms:
     only for the part with the most literal characters: every match of the pattern holds
     a match of that part at the same place, and the pattern itself decides afterwards.
     """
+    return _forms(pattern, core=True)
+
+
+def _forms(pattern: str, *, core: bool) -> SetForms:
+    """``pattern``'s Set forms; ``core``: whether a gapped pattern may stand by its core."""
     if any(token in pattern for token in _UNSAFE):
         return SetForms(pattern, None, True)
     try:
         tree = sre_parse.parse(pattern)
         flags = _flags(tree.state.flags, 0)
-        part = _core(list(tree))
+        part = _core(list(tree)) if core else None
         plain = pattern if part is None else flags + _sequence(part, "")
         return SetForms(plain, flags + _sequence(list(tree) if part is None else part, ESCAPE_RUN_RE2), part is None)
     except (re.error, _Unsupported, KeyError, RecursionError):
