@@ -81,10 +81,13 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> by
     ``ESCAPE_RUN_RE2``), unless it holds an OSC sequence. Escapes go last, so the text is
     the same whether they go now or later.
     """
-    data = raw.replace(b"\0", b"") if b"\0" in raw else raw
+    data = _valid_utf8(raw.replace(b"\0", b"") if b"\0" in raw else raw)
+    # UTF-8 repair goes before the CRs become line ends: a CR is ASCII, so it cuts an
+    # invalid sequence exactly as a newline does, and a line of binary noise with CRs in
+    # it is then one repair instead of one per CR.
     if b"\r" in data:
         data = _line_ends(data)
-    data = _valid_utf8(_strip_stamps(data, at_line_start=at_line_start))
+    data = _strip_stamps(data, at_line_start=at_line_start)
     if escapes or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
         return strip_escapes(data)
     return data

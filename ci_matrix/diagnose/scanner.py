@@ -98,6 +98,7 @@ class _Buffer:
     ends_line: bool
     ring: tuple[str, ...]  # the lines just before data[1], for context
     tail: int = 0  # bytes of data[1:] carried from the previous buffer
+    newlines: int = 0  # newlines in data[1:] (removing escapes removes none)
 
     def stripped(self) -> _Buffer:
         """This buffer without escape sequences (line numbers do not move: none holds a
@@ -224,13 +225,16 @@ def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, e
 def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[_Buffer, _Carry]:
     data = carry.lead + carry.tail + piece
     ends_line = piece.endswith(b"\n")
-    buf = _Buffer(data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring, len(carry.tail))
+    newlines = data.count(b"\n", 1)
+    buf = _Buffer(
+        data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring, len(carry.tail), newlines
+    )
     start = _tail_start(data, overlap)
     ring = carry.ring + tuple(_lines_before(data, start, context))
     after = _Carry(
         lead=data[start - 1 : start],
         tail=data[start:],
-        first_line=carry.first_line + data.count(b"\n", 1, start),
+        first_line=carry.first_line + newlines - data.count(b"\n", start),
         held_back=0 if ends_line else 1,
         ring=ring[-context:] if context else (),
     )
@@ -298,10 +302,16 @@ class _Run:
 
     def _record(self, buf: _Buffer, located: list[tuple[_Compiled, Any, int]], final: bool) -> None:
         """Keep the located matches, line numbers counted in one walk over the buffer, in
-        the order of the matches (many hits must not each count from the start)."""
-        line, pos = buf.first_line, 1
+        the order of the matches (many hits must not each count from the start); a match
+        nearer the buffer's end than the last one counts back from the end."""
+        line, pos, end = buf.first_line, 1, len(buf.data)
         for sig, match, count in sorted(located, key=lambda item: item[1].start()):
-            line, pos = line + buf.data.count(b"\n", pos, match.start()), match.start()
+            start = match.start()
+            if start - pos <= end - start:
+                line = line + buf.data.count(b"\n", pos, start)
+            else:
+                line = buf.first_line + buf.newlines - buf.data.count(b"\n", start)
+            pos = start
             context = 0 if sig.last_only else self._context
             self._counts[sig.key] = self._counts.get(sig.key, 0) + count
             self._found[sig.key] = _found(sig.key, buf, match, line, context, final)

@@ -52,3 +52,13 @@ def test_many_crs_and_many_bad_lines_take_the_whole_piece_path() -> None:
 def test_valid_utf8_is_returned_unchanged() -> None:
     data = "café ☕ naïve\n".encode() * 100
     assert cleaning._valid_utf8(data) is data
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_utf8_repair_before_line_ends_gives_the_same_text(seed: int) -> None:
+    """clean() repairs UTF-8 before it turns CRs into line ends (one repair per line of
+    noise, not one per CR in it): a CR cuts a sequence exactly as a newline does."""
+    data = noise(random.Random(seed), 1 + seed * 5)
+    expected = plain_utf8(plain_line_ends(data))
+    assert cleaning._line_ends(cleaning._valid_utf8(data)) == expected
+    assert cleaning.clean(data) == expected
