@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import re2
@@ -64,6 +64,11 @@ _FEW_ESCAPES = 64
 # Up to this many CRs in a piece are turned into line ends one by one (see _line_ends); up
 # to this many lines with invalid UTF-8 are repaired one by one (see _valid_utf8).
 _CR_ONE_BY_ONE_MAX = 1 << 12
+# A byte seen at most _SPARSE times in a piece's first _SAMPLE_BYTES is looked for with
+# bytes.find (memchr: many GB/s) one occurrence at a time, up to _SPARSE_STEPS of them;
+# bytes.count, bytes.split and sre's scans step through every byte (about 1 GB/s).
+_SPARSE = 64
+_SPARSE_STEPS = 1 << 12
 _BAD_LINES_MAX = 1 << 10
 _UTF8_WINDOW = 16 << 10
 
@@ -107,11 +112,18 @@ def strip_escapes(data: bytes) -> bytes:
 def _strip_ansi(data: bytes) -> bytes:
     """Remove escape sequences exactly, at a cost bounded whatever their number.
 
-    ``re`` spends about a quarter of a microsecond per escape, so at most
-    ``_ONE_BY_ONE_MAX`` escapes of a piece go one by one. Past that, the piece is a flood
+    Where escapes are rare (a few in a piece of other text), bytes.find skips from one to
+    the next. Otherwise ``re`` splits the piece, about a quarter of a microsecond per
+    escape, so at most ``_ONE_BY_ONE_MAX`` escapes of a piece go one by one. Past that, the piece is a flood
     (a log in dense colour, or one built to stall us): its most repeated sequences are
     removed in bulk, one C-speed pass each, and any left lose just their ESC byte.
     """
+    if _sparse(data, b"\x1b"):
+        return _cut_sparse(data, b"\x1b", _escape_end, _strip_ansi_bulk)
+    return _strip_ansi_bulk(data)
+
+
+def _strip_ansi_bulk(data: bytes) -> bytes:
     parts = _ANSI.split(data, _ONE_BY_ONE_MAX)
     if len(parts) <= _ONE_BY_ONE_MAX:
         return b"".join(parts)
@@ -131,6 +143,58 @@ def _common_escapes(data: bytes) -> list[bytes]:
     return [seq for seq, seen in sample.most_common(_BULK_SEQUENCES) if seen >= _BULK_MIN_SEEN]
 
 
+def _escape_end(data: bytes, pos: int) -> tuple[int, bytes]:
+    """The run of escapes at ``pos`` is removed: where it ends, and nothing in its place."""
+    match = _ANSI.match(data, pos)
+    return (match.end() if match else pos + 1), b""
+
+
+def _cr_end(data: bytes, pos: int) -> tuple[int, bytes]:
+    """A CR at ``pos`` (with the LF after it, if any) becomes one line end."""
+    return (pos + 2 if data[pos + 1 : pos + 2] == b"\n" else pos + 1), b"\n"
+
+
+def _sparse(data: bytes, byte: bytes) -> bool:
+    """Whether ``byte`` is rare in ``data``'s first window (then bytes.find skips to it)."""
+    return data.count(byte, 0, _SAMPLE_BYTES) <= _SPARSE
+
+
+def _cut_sparse(
+    data: bytes, byte: bytes, cut: Callable[[bytes, int], tuple[int, bytes]], rest: Callable[[bytes], bytes]
+) -> bytes:
+    """Return ``data`` with what ``cut`` says replaced at each ``byte``, found with bytes.find.
+
+    ``cut(data, pos)`` gives where the replaced stretch ends and what takes its place. Past
+    ``_SPARSE_STEPS`` occurrences, the byte is not sparse after all: ``rest`` cleans the
+    remainder in bulk, so the Python steps stay bounded.
+    """
+    view, kept = memoryview(data), list[bytes | memoryview]()
+    done, pos = 0, data.find(byte)
+    for _ in range(_SPARSE_STEPS):
+        if pos < 0:
+            break
+        end, put = cut(data, pos)
+        kept += [view[done:pos], put]
+        done = end
+        pos = data.find(byte, done)
+    else:
+        if pos >= 0:
+            return b"".join([*kept, rest(data[done:])])
+    return b"".join([*kept, view[done:]])
+
+
+def count_newlines(data: bytes, start: int = 0) -> int:
+    """Return how many newlines ``data[start:]`` holds, at memchr speed where lines are long."""
+    if data.count(b"\n", start, start + _SAMPLE_BYTES) > _SPARSE:
+        return data.count(b"\n", start)
+    count, pos = 0, data.find(b"\n", start)
+    for _ in range(_SPARSE_STEPS):
+        if pos < 0:
+            return count
+        count, pos = count + 1, data.find(b"\n", pos + 1)
+    return count + (data.count(b"\n", pos) if pos >= 0 else 0)
+
+
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     """Drop GitHub's timestamp prefix from every line that has one."""
     if at_line_start:
@@ -145,9 +209,16 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
 def _line_ends(data: bytes) -> bytes:
     """Return ``data`` with CRLF and lone CR (progress bars) as LF, so no text hides behind a CR.
 
-    Cut at each CR, a piece costs one pass plus a step per CR; a piece of many CRs (a
-    Windows log) takes two ``replace`` passes instead.
+    Where CRs are rare, bytes.find skips from one to the next; otherwise the piece is cut at
+    each CR, one pass plus a step per CR; a piece of many CRs (a Windows log) takes two
+    ``replace`` passes instead.
     """
+    if _sparse(data, b"\r"):
+        return _cut_sparse(data, b"\r", _cr_end, _line_ends_bulk)
+    return _line_ends_bulk(data)
+
+
+def _line_ends_bulk(data: bytes) -> bytes:
     parts = data.split(b"\r", _CR_ONE_BY_ONE_MAX)
     if len(parts) > _CR_ONE_BY_ONE_MAX:
         return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 
 import re2
 
-from ci_matrix.diagnose.cleaning import clean_pieces, strip_escapes
+from ci_matrix.diagnose.cleaning import clean_pieces, count_newlines, strip_escapes
 from ci_matrix.diagnose.tolerant import set_forms
 
 CHUNK_SIZE = 2 << 20
@@ -225,7 +225,7 @@ def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, e
 def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[_Buffer, _Carry]:
     data = carry.lead + carry.tail + piece
     ends_line = piece.endswith(b"\n")
-    newlines = data.count(b"\n", 1)
+    newlines = count_newlines(data, 1)
     buf = _Buffer(
         data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring, len(carry.tail), newlines
     )

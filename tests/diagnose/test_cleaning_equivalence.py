@@ -62,3 +62,34 @@ def test_utf8_repair_before_line_ends_gives_the_same_text(seed: int) -> None:
     expected = plain_utf8(plain_line_ends(data))
     assert cleaning._line_ends(cleaning._valid_utf8(data)) == expected
     assert cleaning.clean(data) == expected
+
+
+def plain_strip_escapes(data: bytes) -> bytes:
+    return cleaning._ANSI.sub(b"", data)
+
+
+def sprinkled(rng: random.Random, size: int, extras: list[bytes], count: int, clean_head: int = 0) -> bytes:
+    """Long ASCII lines with ``count`` of ``extras`` put at random places after ``clean_head``."""
+    data = bytearray((b"x" * 3000 + b"\n") * (size // 3001))
+    for _ in range(count):
+        pos = rng.randrange(clean_head, len(data))
+        data[pos:pos] = rng.choice(extras)
+    return bytes(data)
+
+
+EXTRAS = [b"\r", b"\r\n", b"\r\r", b"\x1b[1m", b"\x1b[0m\x1b[32m", b"\x1b", b"\x1b]8;;x\x07", b"\n", b"\n\n"]
+
+
+@pytest.mark.parametrize(
+    ("seed", "count", "clean_head"),
+    [(0, 0, 0), (1, 5, 0), (2, 60, 0), (3, 200, 0), (4, 5000, 0), (5, 5000, 1 << 16), (6, 20000, 1 << 16)],
+)
+def test_sparse_bytes_found_one_by_one_give_the_bulk_answer(seed: int, count: int, clean_head: int) -> None:
+    """CRs, escapes and newlines that are rare in a piece's first window are found with
+    bytes.find, one at a time, up to a bounded number of steps (then in bulk), and the
+    text and the line count are those of the plain whole-piece operations."""
+    data = sprinkled(random.Random(seed), 1 << 20, EXTRAS, count, clean_head)
+    assert cleaning._line_ends(data) == plain_line_ends(data)
+    assert cleaning.strip_escapes(data) == plain_strip_escapes(data)
+    for start in (0, 1, 5000):
+        assert cleaning.count_newlines(data, start) == data.count(b"\n", start)
