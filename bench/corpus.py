@@ -89,12 +89,33 @@ def figures(scored: list[Scored]) -> dict[str, float | int]:
     }
 
 
+def cited_threads() -> frozenset[str]:
+    """The threads the knowledge base cites: its fixtures' sources and its rules' references.
+
+    A corpus log from one of them is not independent of the signatures: they may have been
+    written from the same thread (a popular thread gets found by rule authors and corpus
+    collectors alike)."""
+    cited = set()
+    for rule in files.trusted_builtin_rules():
+        cited.update(_thread(ref) for ref in rule.references)
+        cited.update(_thread(fixture.source) for fixture in rule.fixtures)
+    return frozenset(cited)
+
+
+def _thread(url: str) -> str:
+    return url.split("#")[0].rstrip("/")
+
+
 def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
-    """Figures per domain, per source kind (upstream threads or runs here), and overall."""
+    """Figures per domain, per source kind (upstream threads or runs here), for the logs from
+    threads the knowledge base does not cite, and overall."""
     groups: dict[str, list[Scored]] = defaultdict(list)
+    cited = cited_threads()
     for s in scored:
         groups[s.domain].append(s)
         groups["upstream logs" if s.source.startswith("http") else "runs here"].append(s)
+        if _thread(s.source) not in cited:
+            groups["uncited threads"].append(s)
     table = {name: figures(items) for name, items in sorted(groups.items())}
     table["overall"] = figures(scored)
     return table
