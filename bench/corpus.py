@@ -97,12 +97,12 @@ def cited_threads() -> frozenset[str]:
     collectors alike)."""
     cited = set()
     for rule in files.trusted_builtin_rules():
-        cited.update(_thread(ref) for ref in rule.references)
-        cited.update(_thread(fixture.source) for fixture in rule.fixtures)
+        cited.update(thread_of(ref) for ref in rule.references)
+        cited.update(thread_of(fixture.source) for fixture in rule.fixtures)
     return frozenset(cited)
 
 
-def _thread(url: str) -> str:
+def thread_of(url: str) -> str:
     return url.split("#")[0].rstrip("/")
 
 
@@ -114,7 +114,7 @@ def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
     for s in scored:
         groups[s.domain].append(s)
         groups["upstream logs" if s.source.startswith("http") else "runs here"].append(s)
-        if _thread(s.source) not in cited:
+        if thread_of(s.source) not in cited:
             groups["uncited threads"].append(s)
     table = {name: figures(items) for name, items in sorted(groups.items())}
     table["overall"] = figures(scored)

@@ -26,8 +26,23 @@ def test_every_entry_has_its_log_source_label_and_half() -> None:
         assert entry["source"].startswith(("https://", "real run here")), entry["id"]
         assert entry["kind"] in ("known", "near-miss", "unknown") and entry["split"] in ("dev", "test")
     for index in sorted(corpus.CORPUS.glob("index-*.yaml")):  # each round is split in halves on its own
-        halves = Counter(e["split"] for e in yaml.safe_load(index.read_text(encoding="utf-8")))
+        records = yaml.safe_load(index.read_text(encoding="utf-8"))
+        assert all(e.get("split") in ("dev", "test") for e in records), f"{index.name}: run bench/corpus_split.py"
+        halves = Counter(e["split"] for e in records)
         assert abs(halves["dev"] - halves["test"]) <= 1, index.name
+
+
+def test_no_fixture_or_reference_newly_cites_a_held_out_thread() -> None:
+    """A knowledge-base fixture or reference from a test-half thread makes that entry no longer
+    held out; the ones there are listed (with why) in tests/corpus/cited-test-threads.txt."""
+    listed = {
+        line.strip()
+        for line in (corpus.CORPUS / "cited-test-threads.txt").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    cited = corpus.cited_threads()
+    held_out = {corpus.thread_of(e["source"]) for e in corpus.entries("test")}
+    assert sorted((cited & held_out) - listed) == []
 
 
 def test_the_development_half_is_diagnosed_right() -> None:
