@@ -41,6 +41,9 @@ TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and e
 # repeated a million times must not cost a million Python steps).
 COUNT_LIMIT = 100
 _PENDING_BUFFERS = 4  # buffers held so that last-only signatures are located once
+# Escape-tolerant matches of a last-only signature tried line by line before its whole
+# buffer is stripped to decide
+_CONFIRM_TRIES = 8
 # RE2's budget for a Set's DFA; past it the DFA flushes its states, never fails. With some
 # 250 patterns, 16 MiB thrashed on hostile text (a flush every few KB: 4x slower); the
 # states are built only as text needs them, so a normal log uses a fraction of it.
@@ -272,6 +275,7 @@ class _Run:
         self._counts: dict[str, int] = {}
         self._found: dict[str, _Found] = {}
         self._pending: dict[int, tuple[_Buffer, bool]] = {}  # last-only index -> its last buffer
+        self._tolerant: dict[str, _Regex] = {}  # escape-tolerant forms, compiled when first needed
 
     def absorb(self, raw: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
         """Take in one buffer and the indices of the signatures the Set saw in it.
@@ -284,21 +288,47 @@ class _Run:
                 self._found[key] = _complete_after(found, raw, final)
         if not indices:
             return
-        buf = raw.stripped()
+        indices = sorted(indices)
+        now = [i for i in indices if not self._compiled[i].last_only]
+        # Only signatures that count every match need the whole buffer stripped; evidence
+        # (last-only) is confirmed on the few lines where its escape-tolerant form matches,
+        # and its buffer is stripped when it is finally located, if ever.
+        buf = raw.stripped() if now or b"\x1b" not in raw.data else raw
         until = buf.end(final)
-        now = []
-        for index in sorted(indices):
+        for index in indices:
             sig = self._compiled[index]
-            if not sig.last_only:
-                now.append(index)
-            elif (buf is raw and sig.exact) or sig.regex.search(buf.data, 1, until) is not None:
-                # It is here (the plain Set's word on the pattern is final): earlier buffers no
-                # longer matter.
+            if sig.last_only and self._here(sig, raw, buf, final):
+                # It is here: earlier buffers no longer matter.
                 self._pending[index] = (buf, final)
-        self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
+        if now:
+            self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}
         if len(held) > _PENDING_BUFFERS:
             self._settle(next(iter(held.values()))[0])
+
+    def _here(self, sig: _Compiled, raw: _Buffer, buf: _Buffer, final: bool) -> bool:
+        """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""
+        if buf is not raw or b"\x1b" not in raw.data:
+            # the plain Set's word on an exact pattern is final where the buffer was clean
+            return (buf is raw and sig.exact) or sig.regex.search(buf.data, 1, buf.end(final)) is not None
+        tolerant = self._tolerant.get(sig.key)
+        if tolerant is None:
+            tolerant = self._tolerant[sig.key] = re2.compile("(?m)" + str(sig.tolerant), _options())
+        data, until = raw.data, raw.end(final)
+        for tries, match in enumerate(tolerant.finditer(data, 1)):
+            if match.end() > until or tries == _CONFIRM_TRIES:
+                break
+            # the lines the escape-tolerant match spans, stripped: a match of the signature
+            # there is one in the stripped buffer (an escape sequence never holds a newline)
+            start = data.rfind(b"\n", 0, match.start()) + 1
+            stop = data.find(b"\n", max(match.start(), match.end() - 1))
+            stop = len(data) if stop < 0 else stop + 1
+            lines = b"\n" + strip_escapes(data[start:stop])
+            cut = len(lines) - (stop == len(data) and until < len(data))
+            if sig.regex.search(lines, 1, cut) is not None:
+                return True
+        stripped = raw.stripped()
+        return sig.regex.search(stripped.data, 1, stripped.end(final)) is not None
 
     def _record(self, buf: _Buffer, located: list[tuple[_Compiled, Any, int]], final: bool) -> None:
         """Keep the located matches, line numbers counted in one walk over the buffer, in
@@ -324,6 +354,7 @@ class _Run:
                 groups.setdefault(id(waiting), []).append(index)
         for indices in groups.values():
             waiting, final = self._pending[indices[0]]
+            waiting = waiting.stripped()  # a no-op where it was stripped already
             until = waiting.end(final)
             located = []
             for index in indices:

@@ -360,3 +360,31 @@ def test_a_hyperlink_escape_hides_neither_a_failure_nor_shows_its_target(tmp_pat
     assert hits["could-not-compile#0"].text == "error: could not compile `x`"
     assert "rustc-ice#0" not in hits
     assert as_plain(hits) == as_plain(reference(log))
+
+
+EVIDENCE = (
+    *(Signature("@" + s.key, s.pattern, last_only=True) for s in SIGNATURES),
+    Signature("@word", r"\bCompiling\b (?P<crate>\w+)", last_only=True),  # a boundary that colour can break
+)
+
+
+@pytest.mark.parametrize("chunk_size", [4096, 9000])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("with_counted", [False, True])
+def test_evidence_in_pieces_that_keep_their_escapes_is_the_last_match_of_the_cleaned_log(
+    tmp_path: Path, seed: int, chunk_size: int, with_counted: bool
+) -> None:
+    # Pieces dense in colour keep their escapes; evidence seen there is confirmed on the lines
+    # where its escape-tolerant form matches, and the piece is stripped only when located.
+    # The last match, its line and captures must be those of the log cleaned as a whole.
+    log = coloured(random_log(seed, lines=3000), seed, rate=0.1)
+    signatures = EVIDENCE + (SIGNATURES if with_counted else ())
+    hits = scan(write(tmp_path, log), signatures, chunk_size=chunk_size, context=0)
+    expected = reference(log, signatures, context=0)
+    assert hits and set(hits) == set(expected)
+    for key, hit in hits.items():
+        want = expected[key]
+        assert (hit.line, hit.end_line, hit.text, dict(hit.groups)) == (
+            want.line, want.end_line, want.text, dict(want.groups)), key
+        if not key.startswith("@"):
+            assert hit.count == want.count, key
