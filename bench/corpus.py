@@ -102,7 +102,7 @@ def cited_threads() -> frozenset[str]:
     return frozenset(cited)
 
 
-def test_proposed_rules() -> frozenset[str]:
+def held_out_proposals() -> frozenset[str]:
     """Rules written because held-out entries proposed them (tests/corpus/test-proposed-rules.txt)."""
     text = (CORPUS / "test-proposed-rules.txt").read_text(encoding="utf-8")
     return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
@@ -117,7 +117,7 @@ def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
     threads the knowledge base does not cite, for those of them that expect no rule written
     from a held-out proposal ("strictly held out"), and overall."""
     groups: dict[str, list[Scored]] = defaultdict(list)
-    cited, proposed = cited_threads(), test_proposed_rules()
+    cited, proposed = cited_threads(), held_out_proposals()
     for s in scored:
         groups[s.domain].append(s)
         groups["upstream logs" if s.source.startswith("http") else "runs here"].append(s)

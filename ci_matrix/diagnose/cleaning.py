@@ -154,9 +154,10 @@ def _cr_end(data: bytes, pos: int) -> tuple[int, bytes]:
     return (pos + 2 if data[pos + 1 : pos + 2] == b"\n" else pos + 1), b"\n"
 
 
-def _sparse(data: bytes, byte: bytes) -> bool:
-    """Whether ``byte`` is rare in ``data``'s first window (then bytes.find skips to it)."""
-    return data.count(byte, 0, _SAMPLE_BYTES) <= _SPARSE
+def _sparse(data: bytes, byte: bytes, start: int = 0) -> bool:
+    """Whether ``byte`` is rare in the first window of ``data[start:]`` (then bytes.find
+    skips to it)."""
+    return data.count(byte, start, start + _SAMPLE_BYTES) <= _SPARSE
 
 
 def _cut_sparse(
@@ -185,7 +186,7 @@ def _cut_sparse(
 
 def count_newlines(data: bytes, start: int = 0) -> int:
     """Return how many newlines ``data[start:]`` holds, at memchr speed where lines are long."""
-    if data.count(b"\n", start, start + _SAMPLE_BYTES) > _SPARSE:
+    if not _sparse(data, b"\n", start):
         return data.count(b"\n", start)
     count, pos = 0, data.find(b"\n", start)
     for _ in range(_SPARSE_STEPS):

@@ -105,14 +105,18 @@ class _Buffer:
 
     def stripped(self) -> _Buffer:
         """This buffer without escape sequences (line numbers do not move: none holds a
-        newline)."""
+        newline); worked out once, whichever step first needs it."""
         if b"\x1b" not in self.data:
             return self
-        tail, piece = strip_escapes(self.data[1 : 1 + self.tail]), strip_escapes(self.data[1 + self.tail :])
-        shift = self.tail - len(tail)
-        return dataclasses.replace(
-            self, data=self.data[:1] + tail + piece, accept_after=self.accept_after - shift, tail=len(tail)
-        )
+        done: _Buffer | None = self.__dict__.get("_stripped")
+        if done is None:
+            tail, piece = strip_escapes(self.data[1 : 1 + self.tail]), strip_escapes(self.data[1 + self.tail :])
+            shift = self.tail - len(tail)
+            done = dataclasses.replace(
+                self, data=self.data[:1] + tail + piece, accept_after=self.accept_after - shift, tail=len(tail)
+            )
+            object.__setattr__(self, "_stripped", done)  # a cache, not state: the buffer stays as it was
+        return done
 
     def end(self, final: bool) -> int:
         """Where a match must end to count here (one at a cut inside a line waits)."""
@@ -293,7 +297,7 @@ class _Run:
         # Only signatures that count every match need the whole buffer stripped; evidence
         # (last-only) is confirmed on the few lines where its escape-tolerant form matches,
         # and its buffer is stripped when it is finally located, if ever.
-        buf = raw.stripped() if now or b"\x1b" not in raw.data else raw
+        buf = raw.stripped() if now else raw
         until = buf.end(final)
         for index in indices:
             sig = self._compiled[index]
@@ -354,7 +358,7 @@ class _Run:
                 groups.setdefault(id(waiting), []).append(index)
         for indices in groups.values():
             waiting, final = self._pending[indices[0]]
-            waiting = waiting.stripped()  # a no-op where it was stripped already
+            waiting = waiting.stripped()  # worked out once per buffer
             until = waiting.end(final)
             located = []
             for index in indices:
