@@ -81,10 +81,44 @@ def _forms(pattern: str, *, core: bool) -> SetForms:
         tree = sre_parse.parse(pattern)
         flags = _flags(tree.state.flags, 0)
         part = _core(list(tree)) if core else None
-        plain = pattern if part is None else flags + _sequence(part, "")
-        return SetForms(plain, flags + _sequence(list(tree) if part is None else part, ESCAPE_RUN_RE2), part is None)
+        items = list(tree) if part is None else part
+        short = _trimmed(items) if core else items
+        plain = pattern if short == list(tree) else flags + _sequence(short, "")
+        return SetForms(plain, flags + _sequence(short, ESCAPE_RUN_RE2), part is None)
     except (re.error, _Unsupported, KeyError, RecursionError):
         return SetForms(pattern, None, True)
+
+
+def _trimmed(items: list[Any]) -> list[Any]:
+    """``items`` less the tail a Set need not see: a pattern matches wherever it does
+    without its optional tail (``[^\\n]*``, ``(?:…)?``), or with one round of a repeated
+    one (``\\d+``). Such a tail matched on every byte to the end of a line keeps the Set's
+    DFA in a match state that it must report again at each step."""
+    items = list(items)
+    while items:
+        op, arg = items[-1]
+        if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+            low, _, sub = arg
+            if low > 1:
+                items[-1] = (sre.MAX_REPEAT, (low, low, sub))
+                return items
+            items[-1:] = list(sub) if low == 1 else []
+        elif op is sre.SUBPATTERN:
+            group, on, off, sub = arg
+            inner = _trimmed(list(sub))
+            if inner:
+                items[-1] = (op, (group, on, off, inner))
+                return items
+            items.pop()
+        elif op is sre.BRANCH:
+            branches = [_trimmed(list(branch)) for branch in arg[1]]
+            if all(branches):
+                items[-1] = (op, (None, branches))
+                return items
+            items.pop()
+        else:
+            return items
+    return items
 
 
 _MIN_CORE = 6  # literal characters a part needs to stand for its pattern

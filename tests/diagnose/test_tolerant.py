@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import random
+from pathlib import Path
 
 import pytest
 import re2
@@ -12,6 +13,9 @@ import re2
 from ci_matrix.diagnose.cleaning import clean
 from ci_matrix.diagnose.scanner import Scanner, Signature
 from ci_matrix.diagnose.tolerant import escape_tolerant, set_forms
+from ci_matrix.edges import files, logs
+
+FIXTURES = Path(files.__file__).resolve().parent.parent / "knowledge" / "fixtures"
 
 PATTERNS = [
     r"^error: could not compile `(?P<crate>[\w-]+)`",
@@ -95,3 +99,29 @@ def test_evidence_seen_by_its_core_alone_does_not_hide_the_earlier_fact() -> Non
     sigs = [Signature("@v", r"version (?P<v>\d+)[^\n]*final", last_only=True)]
     hits = Scanner(sigs).scan(io.BytesIO(b"\n".join(lines) + b"\n"), chunk_size=512)
     assert (hits["@v"].line, hits["@v"].groups["v"]) == (1, "1")
+
+
+def test_a_set_looks_for_a_pattern_without_the_tail_it_need_not_see() -> None:
+    # An optional or repeated tail matched to the end of a line keeps the Set's DFA in a
+    # match state at every step; whether the pattern matches does not depend on it.
+    assert set_forms(r"(?P<args>iree-compile\s+[^\n]*)").plain.endswith(r"compile[\s])")
+    assert set_forms(r"release (?P<v>\d+\.\d+), V\d+(?:\.\d+)*").plain.endswith(r"V[\d]")
+    assert set_forms(r"error: (?:a|b[^\n]*)").plain.endswith("(?:a|b)")
+    assert set_forms(r"x{3,9}y?").plain == "(?:x){3}"
+    for kept in (r"iree-compile\s+\S*$", r"\d+ errors?\b", r"(?:a|b?)c"):
+        assert set_forms(kept).plain == kept
+
+
+def test_the_set_forms_of_the_knowledge_base_match_where_its_patterns_do() -> None:
+    scanner = logs.scanner_for(tuple(files.trusted_builtin_rules()))
+    texts = [clean(path.read_bytes()) for path in sorted(FIXTURES.glob("*/*.log"))]
+    assert len(texts) > 300
+    checked = 0
+    for compiled in scanner._compiled:
+        if not compiled.exact:
+            continue
+        plain = re2.compile("(?m)" + compiled.plain)
+        for text in texts:
+            assert (plain.search(text) is None) == (compiled.regex.search(text) is None), compiled.key
+        checked += 1
+    assert checked > 250
