@@ -80,10 +80,10 @@ def _forms(pattern: str, *, core: bool) -> SetForms:
     try:
         tree = sre_parse.parse(pattern)
         flags = _flags(tree.state.flags, 0)
-        part = _core(list(tree)) if core else None
-        items = list(tree) if part is None else part
-        short = _trimmed(items) if core else items
-        plain = pattern if short == list(tree) else flags + _sequence(short, "")
+        whole = list(tree)
+        part = _core(whole) if core else None
+        short = _trimmed(whole if part is None else part) if core else whole
+        plain = pattern if short == whole else flags + _sequence(short, "")
         return SetForms(plain, flags + _sequence(short, ESCAPE_RUN_RE2), part is None)
     except (re.error, _Unsupported, KeyError, RecursionError):
         return SetForms(pattern, None, True)
