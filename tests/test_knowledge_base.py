@@ -68,3 +68,43 @@ def test_rules_test_command_prints_the_figures_and_exits_0() -> None:
 def test_the_rules_page_is_generated_from_the_data() -> None:
     expected = listing(builtin_rules(), "markdown")
     assert DOCS.read_text(encoding="utf-8") == expected, "regenerate: ci-matrix rules --format markdown > docs/rules.md"
+
+
+# How a log reaches ci-matrix besides as the tool printed it: behind a CI system's line prefix,
+# quoted in an issue, indented as a markdown block. Each rotates through its forms line by line.
+POSTED_FORMS = {
+    "ci-prefixes": (
+        b"2024-05-01T12:34:56.1234567Z ",
+        b"#12 3.456 ",
+        b"[2024-05-01T12:34:56.123Z] ",
+        b"2026-09-30T19:38:19.213893Z 00O ",
+        b"12:34:56 ",
+    ),
+    "quoted": (b"> ",),
+    "indented": (b"    ",),
+}
+
+
+def _posted(data: bytes, prefixes: tuple[bytes, ...]) -> bytes:
+    lines = data.split(b"\n")
+    return b"\n".join(prefixes[n % len(prefixes)] + line for n, line in enumerate(lines))
+
+
+def test_every_fixture_gets_the_same_answer_as_users_post_it() -> None:
+    from ci_matrix.diagnose.fixtures import fixture_bytes
+    from ci_matrix.edges.files import catalog
+    from ci_matrix.edges.logs import diagnose_log
+
+    rules = trusted_builtin_rules()
+    wrong = []
+    for rule in rules:
+        for fixture in rule.fixtures:
+            if fixture.expect == "config-match":
+                continue
+            data, cell = fixture_bytes(rule, fixture), dict(fixture.cell) if fixture.cell else None
+            for form, prefixes in POSTED_FORMS.items():
+                found = diagnose_log(io.BytesIO(_posted(data, prefixes)), rules, cell, catalog().platforms, exit_code=1)
+                got = [f.rule for f in found.findings]
+                if (rule.id in got) if fixture.expect == "clean" else got[:1] != [rule.id]:
+                    wrong.append(f"{fixture.file} {form}: got {got}")
+    assert wrong == []

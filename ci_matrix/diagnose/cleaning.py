@@ -22,13 +22,14 @@ from typing import BinaryIO
 
 import re2
 
-# CSI (ESC [ params intermediates final), OSC (ESC ] text BEL-or-ST), charset selection
+# CSI (ESC [ params intermediates final), OSC and APC (ESC ] or ESC _, text, BEL or ST: Buildkite
+# stamps each line with an APC, "ESC _bk;t=1745322209921 BEL"), charset selection
 # (ESC ( B), and any other two-byte escape; a lone ESC that starts nothing is dropped too.
 # A run of escapes is one match (colour codes come in runs: bold, then red), and the
 # pattern starts with a literal ESC so that sre skips to it at memchr speed.
 _ESCAPE = (
     rb"\x1b(?:\[[0-?]{0,64}[ -/]{0,16}[@-~]"
-    rb"|\][^\x07\x1b\n]{0,4096}(?:\x07|\x1b\\)"
+    rb"|[\]_][^\x07\x1b\n]{0,4096}(?:\x07|\x1b\\)"
     rb"|[()*+#][0-9A-Za-z]"
     rb"|[@-Z\\-_]"
     rb"|)"  # an empty last alternative, not a trailing "?", keeps sre on its fast path
@@ -39,16 +40,34 @@ _ANSI = re.compile(_ESCAPE + rb"(?:" + _ESCAPE + rb")*")
 # final byte, each part optional. Every run _ANSI removes, OSC aside, is a run of this, so a
 # rewritten signature matches the raw text wherever the original matches the cleaned one.
 # It is small and tight, so that the rewritten Set compiles fast and its DFA stays small on
-# hostile bytes. An OSC's text may hold anything: a piece with one (_OSC_PROBE, an RE2 pass
-# of a few milliseconds) has its escapes removed before it is matched.
+# hostile bytes. An OSC's (or APC's) text may hold anything: a piece with one (_OSC_PROBE, an
+# RE2 pass of a few milliseconds) has its escapes removed before it is matched.
 ESCAPE_RUN_RE2 = r"(?:\x1b[ -?\[\]]*[@-~]?)*"
-_OSC_PROBE = re2.compile(rb"\x1b\]")
-# GitHub Actions prefixes every line of a downloaded log with "2024-05-01T12:34:56.1234567Z ".
-_STAMP_BODY = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z "
+_OSC_PROBE = re2.compile(rb"\x1b[\]_]")
+# What CI systems and people put in front of the line a tool printed; a signature must see the
+# tool's own line, so a run of these at a line's start goes (up to four: a GitHub stamp before
+# Docker's prefix, a quote of a quote):
+# - an ISO 8601 stamp: GitHub Actions and Azure Pipelines ("2024-05-01T12:34:56.1234567Z "),
+#   kubectl --timestamps, GitLab's runner 17+ with its stream marker ("...Z 00O ", "...Z 01E+"),
+#   Jenkins' timestamper in brackets ("[2024-05-01T12:34:56.123Z] "), a space for the T;
+# - a clock time, bare or in brackets ("12:34:56 ", "[12:34:56.789] ");
+# - Docker BuildKit's plain progress, step and seconds ("#8 12.345 ");
+# - a markdown quote ("> "), as a log quoted in an issue or a reply arrives.
+# Each form starts with a digit, '[', '#' or '>' and is bounded, so a failed try costs a few steps.
+_STAMP_BODY = (
+    rb"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?(?: \d\d[OE][+ ]| )"
+    rb"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? "
+    rb"|#\d{1,5} \d{1,6}\.\d{1,3} "
+    rb"|> ){1,4}"
+)
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
-# RE2's DFA tells a log without stamps in one fast pass; sre would try at every newline.
+# RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
 _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY)
+# A line that starts with something other than a space: almost every piece has one at once, and
+# is then not indented as a whole (see _dedent). _INDENT: a line's spaces before its text.
+_UNINDENTED_LINE = re2.compile(rb"(?m)^[^ \n]")
+_INDENT = re.compile(rb"(?m)^ +(?=[^ \n])")
 
 # A piece's first _ONE_BY_ONE_MAX escapes are removed one by one (about 16 ms); past that,
 # in bulk: the sequences seen at least _BULK_MIN_SEEN times in a sample of _SAMPLE_BYTES,
@@ -72,19 +91,23 @@ _SPARSE_STEPS = 1 << 12
 _BAD_LINES_MAX = 1 << 10
 _UTF8_WINDOW = 16 << 10
 
+# How much of a log's start tells its indentation (see indentation).
+HEAD_BYTES = 64 << 10
+
 # How far back from a forced cut to look for an escape sequence it would split.
 _ESCAPE_REACH = 96
 
 
-def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> bytes:
+def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True, indent: int = 0) -> bytes:
     """Return ``raw`` cleaned: valid UTF-8, ``\\n`` line ends, no ANSI codes, stamps or NULs.
 
     ``at_line_start`` says whether ``raw`` begins a line (a piece cut from the middle
     of an overlong line does not, and must keep its first bytes). ``escapes=False`` leaves
     the escape sequences of a piece dense in them for :func:`strip_escapes` to remove
     later, where they matter (the scanner's signatures step over them: see
-    ``ESCAPE_RUN_RE2``), unless it holds an OSC sequence. Escapes go last, so the text is
-    the same whether they go now or later.
+    ``ESCAPE_RUN_RE2``), unless it holds an OSC sequence or ``indent`` is set (the log's own
+    indentation, see :func:`indentation`, taken off every line after the escapes). Escapes go
+    last, so the text is the same whether they go now or later.
     """
     data = _valid_utf8(raw.replace(b"\0", b"") if b"\0" in raw else raw)
     # UTF-8 repair goes before the CRs become line ends: a CR is ASCII, so it cuts an
@@ -93,8 +116,11 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True) -> by
     if b"\r" in data:
         data = _line_ends(data)
     data = _strip_stamps(data, at_line_start=at_line_start)
-    if escapes or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
-        return strip_escapes(data)
+    # An indented log (rare) loses its escapes at once: its indentation is taken off the text
+    # without them, which the escape-tolerant signatures would not see.
+    if escapes or indent or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
+        data = strip_escapes(data)
+        return _dedent(data, indent, at_line_start=at_line_start) if indent else data
     return data
 
 
@@ -197,7 +223,7 @@ def count_newlines(data: bytes, start: int = 0) -> int:
 
 
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
-    """Drop GitHub's timestamp prefix from every line that has one."""
+    """Drop the stamps and prefixes (see _STAMP_BODY) from every line that has them."""
     if at_line_start:
         first = _STAMP_AT_START.match(data)
         if first is not None:
@@ -205,6 +231,27 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     if _STAMP_PROBE.search(data) is None:
         return data
     return _STAMP_AFTER_NEWLINE.sub(b"\n", data)
+
+
+def indentation(head: bytes) -> int:
+    """The indentation that every line of a log's ``head`` shares: a log pasted as an indented
+    markdown block or under a list item. Taken off every line of the log (see :func:`clean`),
+    it gives back the tool's own columns, which signatures and extractors read (rustc -vV's
+    ``host:``, an error indented under cargo's ``--- stderr``). Worked out once per log, from
+    its first window, so that every piece loses the same."""
+    data = clean(head[: head.rfind(b"\n") + 1] or head)
+    if _UNINDENTED_LINE.search(data) is not None:
+        return 0
+    return min(map(len, _INDENT.findall(data)), default=0)
+
+
+def _dedent(data: bytes, indent: int, *, at_line_start: bool) -> bytes:
+    """Take up to ``indent`` spaces off the start of each line (not off a piece that starts
+    inside a line)."""
+    if at_line_start:
+        return re.sub(rb"(?m)^ {1,%d}" % indent, b"", data)
+    first = data.find(b"\n") + 1
+    return data[:first] + re.sub(rb"(?m)^ {1,%d}" % indent, b"", data[first:]) if first else data
 
 
 def _line_ends(data: bytes) -> bytes:
@@ -265,14 +312,16 @@ def clean_pieces(stream: BinaryIO, chunk_size: int, *, escapes: bool = True) -> 
     ``chunk_size``: that line is cut into pieces, and only its first piece is
     treated as a line start. ``escapes`` as for :func:`clean`.
     """
-    at_line_start = True
-    for raw in raw_pieces(stream, chunk_size):
-        yield clean(raw, at_line_start=at_line_start, escapes=escapes)
+    head = stream.read(HEAD_BYTES)
+    indent, at_line_start = indentation(head), True
+    for raw in raw_pieces(stream, chunk_size, head=head):
+        yield clean(raw, at_line_start=at_line_start, escapes=escapes, indent=indent)
         at_line_start = raw.endswith((b"\n", b"\r"))
 
 
-def raw_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    """Yield ``stream`` in pieces that end after a newline, of less than ``2 * chunk_size``.
+def raw_pieces(stream: BinaryIO, chunk_size: int, *, head: bytes = b"") -> Iterator[bytes]:
+    """Yield ``head`` then ``stream`` in pieces that end after a newline, of less than
+    ``2 * chunk_size``.
 
     A line longer than ``chunk_size`` is cut into pieces of ``chunk_size`` bytes or less,
     so memory stays bounded however long a line is.
@@ -280,7 +329,7 @@ def raw_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
     if chunk_size < 2 * _ESCAPE_REACH:
         raise ValueError(f"chunk_size must be at least {2 * _ESCAPE_REACH} bytes")
     rest = b""  # the unfinished last line: never holds a newline
-    while block := stream.read(chunk_size):
+    for block in _blocks(stream, chunk_size, head):
         end = block.rfind(b"\n") + 1
         if end:
             yield rest + memoryview(block)[:end]  # one copy, not two
@@ -293,6 +342,15 @@ def raw_pieces(stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
             rest = rest[cut:]
     if rest:
         yield rest
+
+
+def _blocks(stream: BinaryIO, size: int, head: bytes) -> Iterator[bytes]:
+    """``head`` (bytes already read from ``stream``), then the rest of ``stream``, ``size`` bytes
+    at a time."""
+    for start in range(0, len(head), size):
+        yield head[start : start + size]
+    while block := stream.read(size):
+        yield block
 
 
 def _forced_cut(data: bytes, start: int, limit: int) -> int:

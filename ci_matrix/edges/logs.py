@@ -13,7 +13,7 @@ from typing import BinaryIO
 from ci_matrix.core.facts import Platform
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.diagnose import evidence
-from ci_matrix.diagnose.cleaning import clean
+from ci_matrix.diagnose.cleaning import HEAD_BYTES, clean, indentation
 from ci_matrix.diagnose.draft import Draft, draft
 from ci_matrix.diagnose.engine import Diagnosis, diagnose, signatures
 from ci_matrix.diagnose.scanner import Scanner
@@ -64,18 +64,23 @@ def rule_draft(
 ) -> Draft:
     """A rule draft from the end of a log (its last `DRAFT_BYTES`, where an unclassified
     failure's first error line is)."""
-    stream.seek(0, os.SEEK_END)
-    stream.seek(max(0, stream.tell() - DRAFT_BYTES))
-    text = clean(stream.read()).decode("utf-8", errors="replace")
+    text = _clean_end(stream, DRAFT_BYTES).decode("utf-8", errors="replace")
     return draft(text, source=source, cell=cell, log_facts=log_facts, taken_ids=[r.id for r in rules])
 
 
 def tail(path: Path, count: int = TAIL_LINES) -> tuple[str, ...]:
     """The last lines of a log, cleaned, each cut to a readable length."""
     with path.open("rb") as stream:
-        stream.seek(0, os.SEEK_END)
-        size = stream.tell()
-        stream.seek(max(0, size - _TAIL_BYTES))
-        data = clean(stream.read())
+        data = _clean_end(stream, _TAIL_BYTES)
     lines = data.decode("utf-8", errors="replace").splitlines()
     return tuple(line[:500] for line in lines[-count:])
+
+
+def _clean_end(stream: BinaryIO, size: int) -> bytes:
+    """The last ``size`` bytes of a log, cleaned as the scanner cleans them (the log's own
+    indentation, worked out from its start, taken off)."""
+    stream.seek(0)
+    indent = indentation(stream.read(HEAD_BYTES))
+    stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, stream.tell() - size))
+    return clean(stream.read(), indent=indent)

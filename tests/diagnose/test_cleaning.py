@@ -96,3 +96,59 @@ def test_cleaned_pieces_strip_stamps_only_where_lines_start() -> None:
 def test_a_tiny_chunk_size_is_refused() -> None:
     with pytest.raises(ValueError, match="chunk_size"):
         list(raw_pieces(io.BytesIO(b"x"), 16))
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        b"2024-05-01T12:34:56.1234567Z ",  # GitHub Actions, Azure Pipelines
+        b"2024-05-01T12:34:56.123456789Z ",  # kubectl logs --timestamps
+        b"2026-09-30T19:38:19.213893Z 00O ",  # GitLab runner 17+, stdout
+        b"2026-09-30T19:38:19.213982Z 01E+",  # GitLab, stderr, continuing the line before
+        b"[2024-05-01T12:34:56.123Z] ",  # Jenkins timestamper
+        b"2024-05-01 12:34:56,123 ",  # Python logging's asctime
+        b"12:34:56 ",
+        b"[12:34:56.789] ",
+        b"#12 3.456 ",  # Docker BuildKit, plain progress
+        b"> ",  # a markdown quote
+        b"> > ",
+        b"2024-05-01T12:34:56.1234567Z #8 12.34 ",  # docker build inside a GitHub job
+    ],
+)
+def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> None:
+    raw = b"first\n" + prefix + b"error: boom\n" + prefix + b"  --> src/main.rs:1:1\n"
+    assert clean(prefix + raw) == b"first\nerror: boom\n  --> src/main.rs:1:1\n"
+
+
+def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
+    raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\n"
+    assert clean(raw) == raw
+
+
+def test_buildkite_stamps_are_removed_wherever_they_stand() -> None:
+    raw = b"\x1b_bk;t=1745322209921\x07error: boom\n\x1b_bk;t=1745322209922\x07next \x1b_bk;t=1\x07line\n"
+    assert clean(raw) == b"error: boom\nnext line\n"
+    assert clean(raw, escapes=False) == b"error: boom\nnext line\n"  # its text may hold anything
+
+
+def test_a_log_indented_as_a_whole_is_dedented_once_for_all_its_pieces() -> None:
+    log = b"".join(b"    line %d\n      deeper %d\n\n" % (n, n) for n in range(200))
+    assert cleaning.indentation(log) == 4
+    pieces = b"".join(clean_pieces(io.BytesIO(log), 192))
+    assert pieces == b"".join(b"line %d\n  deeper %d\n\n" % (n, n) for n in range(200))
+
+
+def test_a_log_with_one_line_at_its_margin_is_not_dedented() -> None:
+    log = b"    Compiling foo\n  --> src/lib.rs\nerror: boom\n    more\n"
+    assert cleaning.indentation(log) == 0
+    assert b"".join(clean_pieces(io.BytesIO(log), 192)) == log
+
+
+def test_indentation_is_read_from_the_log_start_not_from_each_piece() -> None:
+    # A later stretch of indented lines (cargo's --- stderr) keeps its indentation.
+    log = b"error: failed to run custom build command\n" + b"  --- stderr\n" * 100 + b"  error: x\n"
+    assert b"".join(clean_pieces(io.BytesIO(log), 192)) == log
+
+
+def test_a_dedented_piece_that_starts_inside_a_line_keeps_its_first_bytes() -> None:
+    assert clean(b"  tail\n  next\n", at_line_start=False, indent=2) == b"  tail\nnext\n"
