@@ -45,14 +45,23 @@ class Scored:
     source: str
 
 
-def entries(split: str) -> list[dict]:
-    """The corpus records of one half (`all`: both)."""
+def entries(split: str, round_: int | None = None) -> list[dict]:
+    """The corpus records of one half (`all`: both), of one collection round if given
+    (round N's records are in index-<domain>-N.yaml; round 1's in index-<domain>.yaml)."""
     found = []
     for index in sorted(CORPUS.glob("index-*.yaml")):
+        if round_ is not None and index_round(index) != round_:
+            continue
         # an entry not split yet (bench/corpus_split.py) is in neither half
         records = yaml.safe_load(index.read_text(encoding="utf-8")) or []
         found += [e for e in records if e.get("split") and split in ("all", e["split"])]
     return found
+
+
+def index_round(index: Path) -> int:
+    """The collection round of an index file: index-rust-9.yaml is round 9, index-rust.yaml round 1."""
+    last = index.stem.rpartition("-")[2]
+    return int(last) if last.isdigit() else 1
 
 
 def score(entry: dict) -> Scored:
@@ -133,15 +142,18 @@ def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("test", "dev", "all"), default="test")
+    parser.add_argument("--round", type=int, dest="round_", metavar="N",
+                        help="only collection round N (a fresh round scored before any tuning on it)")
     parser.add_argument("--failures", action="store_true", help="list what went wrong (development half only)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    scored = [score(e) for e in entries(args.split)]
+    scored = [score(e) for e in entries(args.split, args.round_)]
     table = report(scored)
     if args.json:
         print(json.dumps(table, indent=2))
     else:
-        print(f"real-log corpus, {args.split} half: {len(scored)} logs")
+        which = f", round {args.round_}" if args.round_ is not None else ""
+        print(f"real-log corpus, {args.split} half{which}: {len(scored)} logs")
         print(f"{'':18} {'right first':>14} {'unclassified':>13} {'wrong on near-misses':>21}")
         for name, f in table.items():
             right = f"{f['right-first']:>4}/{f['known']:<4} {f['right-first-share']:>5.0%}"
