@@ -4,9 +4,12 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
 
 * Signatures run on google-re2 only (no backtracking, linear in the log's size).
 * The log is scanned in pieces of ``chunk_size`` bytes. One RE2 ``Set`` pass tells
-  which signatures occur in a piece at all; only those are then located one by one. A
+  which signatures may occur in a piece; only those are then located one by one. A
   clean log therefore costs one pass, and that pass runs on a worker thread (RE2 releases
-  the GIL) while the main thread cleans the next piece.
+  the GIL) while the main thread cleans the next piece. The Set mostly looks for each
+  signature's longest literal run (:func:`ci_matrix.diagnose.tolerant.set_forms`), a trie
+  for its DFA whatever the knowledge base's size; where a piece holds the runs of several
+  signatures, one Set of their whole patterns says which match before any is located.
 * Colour codes are the costly part of cleaning (a Python step per escape), so a piece
   dense in them keeps them, and a second Set, of the signatures rewritten to step over
   escape sequences (:mod:`ci_matrix.diagnose.tolerant`), reads it. Only a piece where that
@@ -22,6 +25,7 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,6 +53,13 @@ _CONFIRM_TRIES = 8
 # states are built only as text needs them, so a normal log uses a fraction of it.
 _SET_MAX_MEM = 64 << 20
 _NEWLINE = 0x0A
+# A Set mostly looks for a literal run of each pattern (see tolerant.set_forms), so a piece may
+# hold the runs of several patterns that do not match there. Located one by one, each costs a
+# pass over the piece; from this many on, one Set of the whole patterns first says which of
+# them match at all (hostile text holds the runs of dozens). Such Sets are kept by their
+# patterns, a few at a time: the same ones come back piece after piece.
+_CONFIRM_FROM = 4
+_CONFIRM_SETS = 32
 
 _Regex = Any  # google-re2 ships no type hints
 
@@ -89,6 +100,7 @@ class _Compiled:
     tolerant: str | None = None  # what the Set looks for in text with escapes (None: it cannot)
     plain: str = ""  # what the Set looks for in clean text: the pattern, or its core part
     exact: bool = True  # plain is the pattern itself
+    confirm: str = ""  # the pattern as a Set reads it whole (see tolerant.SetForms)
 
 
 @dataclass(frozen=True)
@@ -203,7 +215,7 @@ def _compile(sig: Signature) -> _Compiled:
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
     forms = set_forms(sig.pattern)
-    return _Compiled(sig.key, regex, sig.last_only, forms.tolerant, forms.plain, forms.exact)
+    return _Compiled(sig.key, regex, sig.last_only, forms.tolerant, forms.plain, forms.exact, forms.confirm)
 
 
 def _reason(exc: Exception) -> str:
@@ -219,6 +231,12 @@ def _compile_set(patterns: Sequence[str]) -> Any:
         pattern_set.Add(pattern)
     pattern_set.Compile()
     return pattern_set
+
+
+@functools.lru_cache(maxsize=_CONFIRM_SETS)
+def _confirm_set(patterns: tuple[str, ...]) -> Any:
+    """A Set of confirm forms (each with its ``(?m)``), to tell which of them match a piece."""
+    return _compile_set(patterns)
 
 
 def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, escapes: bool) -> Iterator[_Buffer]:
@@ -305,10 +323,22 @@ class _Run:
                 # It is here: earlier buffers no longer matter.
                 self._pending[index] = (buf, final)
         if now:
-            self._record(buf, [m for m in (self._locate(self._compiled[i], buf, until) for i in now) if m], final)
+            located = (self._locate(self._compiled[i], buf, until) for i in self._matching(now, raw, buf))
+            self._record(buf, [m for m in located if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}
         if len(held) > _PENDING_BUFFERS:
             self._settle(next(iter(held.values()))[0])
+
+    def _matching(self, indices: list[int], raw: _Buffer, buf: _Buffer) -> list[int]:
+        """Those of ``indices`` that may match in ``buf`` (``raw``, or ``raw`` stripped): the
+        plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
+        they are many, are asked of one Set of their confirm forms first."""
+        sure = [i for i in indices if buf is raw and self._compiled[i].exact]
+        unsure = [i for i in indices if not (buf is raw and self._compiled[i].exact)]
+        if len(unsure) >= _CONFIRM_FROM:
+            found = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure)).Match(buf.data) or []
+            unsure = [unsure[k] for k in found]
+        return sorted(sure + unsure)
 
     def _here(self, sig: _Compiled, raw: _Buffer, buf: _Buffer, final: bool) -> bool:
         """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""

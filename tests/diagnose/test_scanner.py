@@ -388,3 +388,18 @@ def test_evidence_in_pieces_that_keep_their_escapes_is_the_last_match_of_the_cle
             want.line, want.end_line, want.text, dict(want.groups)), key
         if not key.startswith("@"):
             assert hit.count == want.count, key
+
+
+def test_many_patterns_seen_by_their_literal_run_are_confirmed_by_one_set(tmp_path: Path) -> None:
+    # Six patterns share the literal run a Set looks for; a piece holding it for all of them asks
+    # one Set of the whole patterns which match, and only those are located.
+    from ci_matrix.diagnose import scanner as scanner_module
+
+    sigs = [Signature(f"s{n}", rf"shared literal text: (?:\w+ )?tail{n}\b") for n in range(6)]
+    log = b"shared literal text: no tail here\n" * 50 + b"shared literal text: x tail3\n" + b"filler\n" * 10
+    before = scanner_module._confirm_set.cache_info()
+    hits = scan(write(tmp_path, log), sigs)
+    assert sorted(hits) == ["s3"] and (hits["s3"].line, hits["s3"].count) == (51, 1)
+    assert scanner_module._confirm_set.cache_info().misses == before.misses + 1
+    hits = scan(write(tmp_path, log), sigs)  # the same candidates again: the Set is kept
+    assert scanner_module._confirm_set.cache_info().misses == before.misses + 1
