@@ -333,8 +333,9 @@ class _Run:
         """Those of ``indices`` that may match in ``buf`` (``raw``, or ``raw`` stripped): the
         plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
         they are many, are asked of one Set of their confirm forms first."""
-        sure = [i for i in indices if buf is raw and self._compiled[i].exact]
-        unsure = [i for i in indices if not (buf is raw and self._compiled[i].exact)]
+        clean = buf is raw  # the plain Set read it
+        sure = [i for i in indices if clean and self._compiled[i].exact]
+        unsure = [i for i in indices if not (clean and self._compiled[i].exact)]
         if len(unsure) >= _CONFIRM_FROM:
             found = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure)).Match(buf.data) or []
             unsure = [unsure[k] for k in found]
