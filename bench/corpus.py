@@ -2,6 +2,7 @@
 
     python bench/corpus.py                 # the held-out test half: the score to report
     python bench/corpus.py --split dev --failures   # the development half, with what went wrong
+    python bench/corpus.py --round 11      # one collection round (a fresh one: before tuning on it)
 
 Each log is diagnosed as `ci-matrix diagnose LOG` would (with `--cell` facts where the
 entry gives them). Figures, per domain and overall:
