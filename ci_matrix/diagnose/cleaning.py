@@ -248,10 +248,10 @@ def indentation(head: bytes) -> int:
 def _dedent(data: bytes, indent: int, *, at_line_start: bool) -> bytes:
     """Take up to ``indent`` spaces off the start of each line (not off a piece that starts
     inside a line)."""
-    if at_line_start:
-        return re.sub(rb"(?m)^ {1,%d}" % indent, b"", data)
-    first = data.find(b"\n") + 1
-    return data[:first] + re.sub(rb"(?m)^ {1,%d}" % indent, b"", data[first:]) if first else data
+    first = 0 if at_line_start else data.find(b"\n") + 1
+    if not (at_line_start or first):
+        return data
+    return data[:first] + re.sub(rb"(?m)^ {1,%d}" % indent, b"", data[first:])
 
 
 def _line_ends(data: bytes) -> bytes:
