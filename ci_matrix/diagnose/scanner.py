@@ -9,7 +9,8 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
   the GIL) while the main thread cleans the next piece. The Set mostly looks for each
   signature's longest literal run (:func:`ci_matrix.diagnose.tolerant.set_forms`), a trie
   for its DFA whatever the knowledge base's size; where a piece holds the runs of several
-  signatures, one Set of their whole patterns says which match before any is located.
+  signatures, one Set of their confirm forms (the patterns as a Set reads them whole) says
+  which match before any is located.
 * Colour codes are the costly part of cleaning (a Python step per escape), so a piece
   dense in them keeps them, and a second Set, of the signatures rewritten to step over
   escape sequences (:mod:`ci_matrix.diagnose.tolerant`), reads it. Only a piece where that
@@ -55,8 +56,8 @@ _SET_MAX_MEM = 64 << 20
 _NEWLINE = 0x0A
 # A Set mostly looks for a literal run of each pattern (see tolerant.set_forms), so a piece may
 # hold the runs of several patterns that do not match there. Located one by one, each costs a
-# pass over the piece; from this many on, one Set of the whole patterns first says which of
-# them match at all (hostile text holds the runs of dozens). Such Sets are kept by their
+# pass over the piece; from this many on, one Set of their confirm forms (tolerant.SetForms)
+# first says which of them match at all (hostile text holds the runs of dozens). Such Sets are kept by their
 # patterns, a few at a time: the same ones come back piece after piece.
 _CONFIRM_FROM = 4
 _CONFIRM_SETS = 32

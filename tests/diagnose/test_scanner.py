@@ -392,7 +392,7 @@ def test_evidence_in_pieces_that_keep_their_escapes_is_the_last_match_of_the_cle
 
 def test_many_patterns_seen_by_their_literal_run_are_confirmed_by_one_set(tmp_path: Path) -> None:
     # Six patterns share the literal run a Set looks for; a piece holding it for all of them asks
-    # one Set of the whole patterns which match, and only those are located.
+    # one Set of their confirm forms which match, and only those are located.
     from ci_matrix.diagnose import scanner as scanner_module
 
     sigs = [Signature(f"s{n}", rf"shared literal text: (?:\w+ )?tail{n}\b") for n in range(6)]
