@@ -4,6 +4,8 @@ the rules page of the docs generated from it."""
 from __future__ import annotations
 
 import io
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ci_matrix.commands import rules as rules_command
@@ -71,23 +73,37 @@ def test_the_rules_page_is_generated_from_the_data() -> None:
 
 
 # How a log reaches ci-matrix besides as the tool printed it: behind a CI system's line prefix,
-# quoted in an issue, indented as a markdown block. Each rotates through its forms line by line.
+# quoted in an issue, indented as a markdown block (each rotates through its prefixes line by
+# line), or typeset by a forum where it was pasted outside a code block (Discourse curls quotes
+# and turns "--" into an en dash, "---" into an em dash, "..." into an ellipsis; GCC's quotes in
+# a UTF-8 locale are the same curled ones).
+def _prefixed(*prefixes: bytes) -> Callable[[bytes], bytes]:
+    def post(data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        return b"\n".join(prefixes[n % len(prefixes)] + line for n, line in enumerate(lines))
+
+    return post
+
+
+def _typeset(data: bytes) -> bytes:
+    text = data.decode("utf-8", "replace")
+    text = re.sub(r"'([^'\n]*)'", "\u2018\\1\u2019", text)
+    text = re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", text)
+    return text.replace("---", "\u2014").replace("--", "\u2013").replace("...", "\u2026").encode()
+
+
 POSTED_FORMS = {
-    "ci-prefixes": (
+    "ci-prefixes": _prefixed(
         b"2024-05-01T12:34:56.1234567Z ",
         b"#12 3.456 ",
         b"[2024-05-01T12:34:56.123Z] ",
         b"2026-09-30T19:38:19.213893Z 00O ",
         b"12:34:56 ",
     ),
-    "quoted": (b"> ",),
-    "indented": (b"    ",),
+    "quoted": _prefixed(b"> "),
+    "indented": _prefixed(b"    "),
+    "typeset by a forum": _typeset,
 }
-
-
-def _posted(data: bytes, prefixes: tuple[bytes, ...]) -> bytes:
-    lines = data.split(b"\n")
-    return b"\n".join(prefixes[n % len(prefixes)] + line for n, line in enumerate(lines))
 
 
 def test_every_fixture_gets_the_same_answer_as_users_post_it() -> None:
@@ -102,8 +118,8 @@ def test_every_fixture_gets_the_same_answer_as_users_post_it() -> None:
             if fixture.expect == "config-match":
                 continue
             data, cell = fixture_bytes(rule, fixture), dict(fixture.cell) if fixture.cell else None
-            for form, prefixes in POSTED_FORMS.items():
-                found = diagnose_log(io.BytesIO(_posted(data, prefixes)), rules, cell, catalog().platforms, exit_code=1)
+            for form, post in POSTED_FORMS.items():
+                found = diagnose_log(io.BytesIO(post(data)), rules, cell, catalog().platforms, exit_code=1)
                 got = [f.rule for f in found.findings]
                 if (rule.id in got) if fixture.expect == "clean" else got[:1] != [rule.id]:
                     wrong.append(f"{fixture.file} {form}: got {got}")

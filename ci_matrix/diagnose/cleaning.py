@@ -91,6 +91,23 @@ _SPARSE_STEPS = 1 << 12
 _BAD_LINES_MAX = 1 << 10
 _UTF8_WINDOW = 16 << 10
 
+# Typographic marks that stand where a tool printed ASCII. GCC quotes a name with U+2018 and
+# U+2019 in a UTF-8 locale and with ' in the C locale; a Discourse forum (NVIDIA's, PyTorch's,
+# the Rust users') typesets a log pasted outside a code block: quotes curl, "--" becomes an en
+# dash, "---" an em dash, "..." an ellipsis. Signatures are written as the tools print in ASCII,
+# and see these marks as that ASCII (a pattern that holds one is read the same way: ascii_marks).
+_MARKS = {
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2013": "--",
+    "\u2014": "---",
+    "\u2026": "...",
+}
+_MARK_BYTES = {mark.encode(): ascii.encode() for mark, ascii in _MARKS.items()}
+_MARK_LEAD = b"\xe2"  # every mark's UTF-8 starts with this byte, and is 3 bytes long
+
 # How much of a log's start tells its indentation (see indentation).
 HEAD_BYTES = 64 << 10
 
@@ -116,6 +133,8 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True, inden
     if b"\r" in data:
         data = _line_ends(data)
     data = _strip_stamps(data, at_line_start=at_line_start)
+    if not data.isascii():
+        data = _ascii_marks(data)
     # An indented log (rare) loses its escapes at once: its indentation is taken off the text
     # without them, which the escape-tolerant signatures would not see.
     if escapes or indent or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
@@ -252,6 +271,35 @@ def _dedent(data: bytes, indent: int, *, at_line_start: bool) -> bytes:
     if not (at_line_start or first):
         return data
     return data[:first] + re.sub(rb"(?m)^ {1,%d}" % indent, b"", data[first:])
+
+
+def ascii_marks(text: str) -> str:
+    """Return ``text`` with the typographic marks that stand for ASCII (``_MARKS``) as that ASCII."""
+    for mark, ascii in _MARKS.items():
+        text = text.replace(mark, ascii)
+    return text
+
+
+def _ascii_marks(data: bytes) -> bytes:
+    """Return ``data`` with its typographic marks as ASCII: where their lead byte is rare,
+    bytes.find skips from one to the next; otherwise one ``replace`` pass per mark."""
+    if _MARK_LEAD not in data:
+        return data
+    if _sparse(data, _MARK_LEAD):
+        return _cut_sparse(data, _MARK_LEAD, _mark_end, _ascii_marks_bulk)
+    return _ascii_marks_bulk(data)
+
+
+def _mark_end(data: bytes, pos: int) -> tuple[int, bytes]:
+    """A mark at ``pos`` becomes its ASCII; another character with the same lead byte stays."""
+    ascii = _MARK_BYTES.get(data[pos : pos + 3])
+    return (pos + 3, ascii) if ascii is not None else (pos + 1, _MARK_LEAD)
+
+
+def _ascii_marks_bulk(data: bytes) -> bytes:
+    for mark, ascii in _MARK_BYTES.items():
+        data = data.replace(mark, ascii)
+    return data
 
 
 def _line_ends(data: bytes) -> bytes:

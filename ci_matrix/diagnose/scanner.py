@@ -35,7 +35,7 @@ from typing import Any, BinaryIO
 
 import re2
 
-from ci_matrix.diagnose.cleaning import clean_pieces, count_newlines, strip_escapes
+from ci_matrix.diagnose.cleaning import ascii_marks, clean_pieces, count_newlines, strip_escapes
 from ci_matrix.diagnose.tolerant import set_forms
 
 CHUNK_SIZE = 2 << 20
@@ -209,13 +209,14 @@ def _options() -> Any:
 
 
 def _compile(sig: Signature) -> _Compiled:
+    pattern = ascii_marks(sig.pattern)  # the text it reads has its typographic marks as ASCII
     try:
-        regex = re2.compile("(?m)" + sig.pattern, _options())
+        regex = re2.compile("(?m)" + pattern, _options())
     except re2.error as exc:
         raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
         raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
-    forms = set_forms(sig.pattern)
+    forms = set_forms(pattern)
     return _Compiled(sig.key, regex, sig.last_only, forms.tolerant, forms.plain, forms.exact, forms.confirm)
 
 

@@ -125,6 +125,16 @@ def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     assert clean(raw) == raw
 
 
+@pytest.mark.parametrize("repeat", [1, 200])  # few marks (one by one) and many (one pass per mark)
+def test_typographic_marks_read_as_the_ascii_they_stand_for(repeat: int) -> None:
+    # GCC in a UTF-8 locale, and a log pasted on a Discourse forum outside a code block
+    typeset = "error: \u2018foo\u2019 was not declared \u2013arch=sm_70 \u201cx\u201d\u2026 \u2014\n".encode()
+    ascii = b"error: 'foo' was not declared --arch=sm_70 \"x\"... ---\n"
+    assert clean(typeset * repeat) == ascii * repeat
+    other = "\u2501\u2501 12.3 MB \u2022 caf\u00e9 \u2018\n".encode()  # box drawing, a bullet stay
+    assert clean(other * repeat) == "\u2501\u2501 12.3 MB \u2022 caf\u00e9 '\n".encode() * repeat
+
+
 def test_buildkite_stamps_are_removed_wherever_they_stand() -> None:
     raw = b"\x1b_bk;t=1745322209921\x07error: boom\n\x1b_bk;t=1745322209922\x07next \x1b_bk;t=1\x07line\n"
     assert clean(raw) == b"error: boom\nnext line\n"

@@ -164,6 +164,14 @@ def test_colour_stamps_and_crlf_are_cleaned_before_matching(tmp_path: Path) -> N
     assert hit.before == ("   Compiling rust-gpu",)
 
 
+def test_curled_quotes_match_either_way_round(tmp_path: Path) -> None:
+    # a pattern written from a UTF-8 locale's GCC matches the C locale's log, and the other way
+    gcc = [Signature("utf8", "error: \u2018\\w+\u2019 was not declared"), Signature("c", "error: 'x' was not")]
+    hits = scan(write(tmp_path, "a.cu:1:5: error: \u2018x\u2019 was not declared\n".encode()), gcc)
+    assert sorted(hits) == ["c", "utf8"] and hits["c"].text == "a.cu:1:5: error: 'x' was not declared"
+    assert sorted(scan(write(tmp_path, b"a.cu:1:5: error: 'x' was not declared\n", "c.log"), gcc)) == ["c", "utf8"]
+
+
 def test_invalid_utf8_and_nul_bytes_do_not_hide_a_failure(tmp_path: Path) -> None:
     log = b"\xff\xfe\x00garbage\n\0\0error: internal compiler error: bad \xc3\x28 byte\0\n"
     hit = scan(write(tmp_path, log))["rustc-ice#0"]
