@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from ci_matrix.core.conditions import Truth, Verdict
 from ci_matrix.core.knowledge import Rule
 from ci_matrix.diagnose.evidence import KEY_PREFIX, Conflict, Evidence, Facts
-from ci_matrix.diagnose.scanner import Hit, Signature
+from ci_matrix.diagnose.hits import Hit
+from ci_matrix.diagnose.scanner import Signature
 
 UNCLASSIFIED_HINT = (
     "No known failure signature matched. If this failure is known, add a rule for it: a project rule file "

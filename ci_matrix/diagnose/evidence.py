@@ -19,7 +19,8 @@ from typing import Any
 
 from ci_matrix.core.facts import SET_FACTS, Platform, derive, known_facts, typed
 from ci_matrix.core.values import parse_toolchain, triple_platform
-from ci_matrix.diagnose.scanner import Hit, Signature
+from ci_matrix.diagnose.hits import Hit
+from ci_matrix.diagnose.scanner import Signature
 
 KEY_PREFIX = "@"  # scanner keys of extractors; rule signatures are keyed `rule-id#n`
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

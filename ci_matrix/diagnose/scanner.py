@@ -27,21 +27,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, BinaryIO
 
 import re2
 
 from ci_matrix.diagnose.cleaning import ascii_marks, clean_pieces, count_newlines, strip_escapes
+from ci_matrix.diagnose.hits import Buffer, Found, Hit, complete_after, found_at, last_match, lines_before
 from ci_matrix.diagnose.tolerant import set_forms
 
 CHUNK_SIZE = 2 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
 OVERLAP_BYTES = 64 << 10
-TEXT_LIMIT = 1000  # characters kept of a hit's text, of each context line and each capture
 # Matches counted one by one per piece; past that, the count is a lower bound (one failure
 # repeated a million times must not cost a million Python steps).
 COUNT_LIMIT = 100
@@ -53,7 +52,6 @@ _CONFIRM_TRIES = 8
 # 250 patterns, 16 MiB thrashed on hostile text (a flush every few KB: 4x slower); the
 # states are built only as text needs them, so a normal log uses a fraction of it.
 _SET_MAX_MEM = 64 << 20
-_NEWLINE = 0x0A
 # A Set mostly looks for a literal run of each pattern (see tolerant.set_forms), so a piece may
 # hold the runs of several patterns that do not match there. Located one by one, each costs a
 # pass over the piece; from this many on, one Set of their confirm forms (tolerant.SetForms)
@@ -79,21 +77,6 @@ class Signature:
 
 
 @dataclass(frozen=True)
-class Hit:
-    """The last place a signature matched in a log, with its context and how often it did."""
-
-    key: str
-    line: int
-    end_line: int
-    text: str
-    groups: Mapping[str, str]
-    before: tuple[str, ...]
-    after: tuple[str, ...]
-    count: int  # exact up to COUNT_LIMIT matches per piece of the log, a lower bound past it
-    matched: str = ""  # the text the pattern matched (capped), where a line holds much more
-
-
-@dataclass(frozen=True)
 class _Compiled:
     key: str
     regex: _Regex
@@ -105,38 +88,6 @@ class _Compiled:
 
 
 @dataclass(frozen=True)
-class _Buffer:
-    """What one pass sees: a byte of left context, the previous tail, then the new piece."""
-
-    data: bytes
-    first_line: int  # line number of data[1]
-    accept_after: int  # a match counts here when accept_after < its end (earlier ones did)
-    ends_line: bool
-    ring: tuple[str, ...]  # the lines just before data[1], for context
-    tail: int = 0  # bytes of data[1:] carried from the previous buffer
-    newlines: int = 0  # newlines in data[1:] (removing escapes removes none)
-
-    def stripped(self) -> _Buffer:
-        """This buffer without escape sequences (line numbers do not move: none holds a
-        newline); worked out once, whichever step first needs it."""
-        if b"\x1b" not in self.data:
-            return self
-        done: _Buffer | None = self.__dict__.get("_stripped")
-        if done is None:
-            tail, piece = strip_escapes(self.data[1 : 1 + self.tail]), strip_escapes(self.data[1 + self.tail :])
-            shift = self.tail - len(tail)
-            done = dataclasses.replace(
-                self, data=self.data[:1] + tail + piece, accept_after=self.accept_after - shift, tail=len(tail)
-            )
-            object.__setattr__(self, "_stripped", done)  # a cache, not state: the buffer stays as it was
-        return done
-
-    def end(self, final: bool) -> int:
-        """Where a match must end to count here (one at a cut inside a line waits)."""
-        return len(self.data) if self.ends_line or final else len(self.data) - 1
-
-
-@dataclass(frozen=True)
 class _Carry:
     """What one buffer hands to the next."""
 
@@ -145,12 +96,6 @@ class _Carry:
     first_line: int = 1
     held_back: int = 0  # 1 after a piece cut inside a line: a match ending at the cut waits
     ring: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Found:
-    hit: Hit
-    missing_after: int  # context lines after the hit that lie in pieces not read yet
 
 
 class Scanner:
@@ -183,7 +128,7 @@ class Scanner:
         run = _Run(self._compiled, context)
         overlap = min(OVERLAP_BYTES, chunk_size)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool:
-            waiting: tuple[_Buffer, Future[list[int] | None]] | None = None
+            waiting: tuple[Buffer, Future[list[int] | None]] | None = None
             for buf in _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy):
                 job = pool.submit(self._matcher(buf.data), buf.data)
                 if waiting is not None:
@@ -241,7 +186,7 @@ def _confirm_set(patterns: tuple[str, ...]) -> Any:
     return _compile_set(patterns)
 
 
-def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, escapes: bool) -> Iterator[_Buffer]:
+def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, escapes: bool) -> Iterator[Buffer]:
     carry = _Carry()
     for piece in clean_pieces(stream, chunk_size, escapes=escapes):
         if piece:  # a piece of nothing but NUL bytes cleans to nothing
@@ -249,15 +194,15 @@ def _buffers(stream: BinaryIO, chunk_size: int, context: int, overlap: int, *, e
             yield buf
 
 
-def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[_Buffer, _Carry]:
+def _next_buffer(carry: _Carry, piece: bytes, context: int, overlap: int) -> tuple[Buffer, _Carry]:
     data = carry.lead + carry.tail + piece
     ends_line = piece.endswith(b"\n")
     newlines = count_newlines(data, 1)
-    buf = _Buffer(
+    buf = Buffer(
         data, carry.first_line, len(carry.tail) + 1 - carry.held_back, ends_line, carry.ring, len(carry.tail), newlines
     )
     start = _tail_start(data, overlap)
-    ring = carry.ring + tuple(_lines_before(data, start, context))
+    ring = carry.ring + tuple(lines_before(data, start, context))
     after = _Carry(
         lead=data[start - 1 : start],
         tail=data[start:],
@@ -297,11 +242,11 @@ class _Run:
         self._compiled = compiled
         self._context = context
         self._counts: dict[str, int] = {}
-        self._found: dict[str, _Found] = {}
-        self._pending: dict[int, tuple[_Buffer, bool]] = {}  # last-only index -> its last buffer
+        self._found: dict[str, Found] = {}
+        self._pending: dict[int, tuple[Buffer, bool]] = {}  # last-only index -> its last buffer
         self._tolerant: dict[str, _Regex] = {}  # escape-tolerant forms, compiled when first needed
 
-    def absorb(self, raw: _Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
+    def absorb(self, raw: Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
         """Take in one buffer and the indices of the signatures the Set saw in it.
 
         Where ``raw`` holds escapes, the escape-tolerant Set read it, whose word may be too
@@ -309,7 +254,7 @@ class _Run:
         """
         for key, found in self._found.items():
             if found.missing_after:
-                self._found[key] = _complete_after(found, raw, final)
+                self._found[key] = complete_after(found, raw, final)
         if not indices:
             return
         indices = sorted(indices)
@@ -331,7 +276,7 @@ class _Run:
         if len(held) > _PENDING_BUFFERS:
             self._settle(next(iter(held.values()))[0])
 
-    def _matching(self, indices: list[int], raw: _Buffer, buf: _Buffer) -> list[int]:
+    def _matching(self, indices: list[int], raw: Buffer, buf: Buffer) -> list[int]:
         """Those of ``indices`` that may match in ``buf`` (``raw``, or ``raw`` stripped): the
         plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
         they are many, are asked of one Set of their confirm forms first."""
@@ -343,7 +288,7 @@ class _Run:
             unsure = [unsure[k] for k in found]
         return sorted(sure + unsure)
 
-    def _here(self, sig: _Compiled, raw: _Buffer, buf: _Buffer, final: bool) -> bool:
+    def _here(self, sig: _Compiled, raw: Buffer, buf: Buffer, final: bool) -> bool:
         """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""
         if buf is not raw or b"\x1b" not in raw.data:
             # the plain Set's word on an exact pattern is final where the buffer was clean
@@ -367,7 +312,7 @@ class _Run:
         stripped = raw.stripped()
         return sig.regex.search(stripped.data, 1, stripped.end(final)) is not None
 
-    def _record(self, buf: _Buffer, located: list[tuple[_Compiled, Any, int]], final: bool) -> None:
+    def _record(self, buf: Buffer, located: list[tuple[_Compiled, Any, int]], final: bool) -> None:
         """Keep the located matches, line numbers counted in one walk over the buffer, in
         the order of the matches (many hits must not each count from the start); a match
         nearer the buffer's end than the last one counts back from the end."""
@@ -381,9 +326,9 @@ class _Run:
             pos = start
             context = 0 if sig.last_only else self._context
             self._counts[sig.key] = self._counts.get(sig.key, 0) + count
-            self._found[sig.key] = _found(sig.key, buf, match, line, context, final)
+            self._found[sig.key] = found_at(sig.key, buf, match, line, context, final)
 
-    def _settle(self, buf: _Buffer | None = None) -> None:
+    def _settle(self, buf: Buffer | None = None) -> None:
         """Locate the last-only signatures waiting on `buf` (None: on every buffer)."""
         groups: dict[int, list[int]] = {}
         for index, (waiting, _) in self._pending.items():
@@ -397,12 +342,12 @@ class _Run:
             for index in indices:
                 del self._pending[index]
                 # The buffer's overlap with the one before counts too: this is the last look.
-                last = _last_match(self._compiled[index].regex, waiting.data, 1, until)
+                last = last_match(self._compiled[index].regex, waiting.data, 1, until)
                 if last is not None:
                     located.append((self._compiled[index], last, 1))
             self._record(waiting, located, final)
 
-    def _locate(self, sig: _Compiled, buf: _Buffer, until: int) -> tuple[_Compiled, Any, int] | None:
+    def _locate(self, sig: _Compiled, buf: Buffer, until: int) -> tuple[_Compiled, Any, int] | None:
         """The last match of `sig` that ends in this buffer's new part, and how many there were."""
         count, last = 0, None
         for match in sig.regex.finditer(buf.data, 1):
@@ -411,7 +356,7 @@ class _Run:
             if match.end() > buf.accept_after:
                 count, last = count + 1, match
                 if count == COUNT_LIMIT:  # a flood of one failure: skip to its last match
-                    last = _last_match(sig.regex, buf.data, match.end(), until) or last
+                    last = last_match(sig.regex, buf.data, match.end(), until) or last
                     break
         return (sig, last, count) if last is not None else None
 
@@ -423,101 +368,3 @@ class _Run:
             for sig in self._compiled
             if sig.key in self._found
         }
-
-
-def _last_match(regex: _Regex, data: bytes, start: int, until: int) -> Any:
-    """Return the last match in ``data[start:until]``, looking back from the end in growing
-    windows that begin at a line start (so a match is never cut off at its front)."""
-    window = 256
-    while True:
-        begin = max(start, data.rfind(b"\n", start, max(start, until - window)) + 1)
-        last = None
-        for match in regex.finditer(data, begin):
-            if match.end() > until:
-                break
-            last = match
-        if last is not None or begin == start:
-            return last
-        window *= 16
-
-
-def _found(key: str, buf: _Buffer, match: Any, line: int, context: int, final: bool) -> _Found:
-    data = buf.data
-    start, end = match.span()
-    last = max(start, end - 1)  # the last matched byte (a match never is empty)
-    line_start = max(1, data.rfind(b"\n", 1, start) + 1)
-    line_end = data.find(b"\n", last)
-    line_end = len(data) if line_end < 0 else line_end
-    before = _lines_before(data, line_start, context)
-    if len(before) < context:
-        before = [*buf.ring, *before][-context:] if context else []
-    after, complete = _lines_after(data, line_end + 1, context, final)
-    hit = Hit(
-        key=key,
-        line=line,
-        end_line=line + data.count(b"\n", start, last),
-        text=_excerpt(data, line_start, line_end, start),
-        groups=_groups(match),
-        before=tuple(before),
-        after=tuple(after),
-        count=0,
-        matched=_decode(data[start : min(end, start + 4 * TEXT_LIMIT)])[:TEXT_LIMIT],
-    )
-    return _Found(hit, 0 if complete else context - len(after))
-
-
-def _groups(match: Any) -> Mapping[str, str]:
-    """Named captures as text; a group that took no part in the match is empty."""
-    values = {name: _decode(value or b"")[:TEXT_LIMIT] for name, value in match.groupdict().items()}
-    return MappingProxyType(values)
-
-
-def _complete_after(found: _Found, buf: _Buffer, final: bool) -> _Found:
-    """Add context lines after ``found`` from the next buffer, which holds them."""
-    pos = 1
-    for _ in range(found.hit.end_line + 1 + len(found.hit.after) - buf.first_line):
-        pos = buf.data.find(b"\n", pos) + 1
-        if pos == 0:
-            return found
-    lines, complete = _lines_after(buf.data, pos, found.missing_after, final)
-    hit = dataclasses.replace(found.hit, after=(*found.hit.after, *lines))
-    return _Found(hit, 0 if complete else found.missing_after - len(lines))
-
-
-def _lines_before(data: bytes, pos: int, count: int) -> list[str]:
-    """Return up to ``count`` lines that end just before ``pos``, ``data[1:]`` only."""
-    found: list[str] = []
-    stop = pos - 1 if data[pos - 1] == _NEWLINE else pos
-    while pos > 1 and len(found) < count:
-        start = max(1, data.rfind(b"\n", 1, stop) + 1)
-        found.append(_excerpt(data, start, stop, start))
-        pos, stop = start, start - 1
-    found.reverse()
-    return found
-
-
-def _lines_after(data: bytes, pos: int, count: int, final: bool) -> tuple[list[str], bool]:
-    """Return up to ``count`` whole lines from ``pos`` on, and whether that is all of them."""
-    found: list[str] = []
-    while len(found) < count:
-        newline = data.find(b"\n", pos)
-        if newline < 0:
-            if final and pos < len(data):
-                found.append(_excerpt(data, pos, len(data), pos))
-            return found, final
-        found.append(_excerpt(data, pos, newline, pos))
-        pos = newline + 1
-    return found, True
-
-
-def _excerpt(data: bytes, start: int, stop: int, focus: int) -> str:
-    """Return ``data[start:stop]`` as text of at most ``TEXT_LIMIT`` characters around ``focus``."""
-    if stop - start > 4 * TEXT_LIMIT:  # a UTF-8 character is at most 4 bytes
-        start = max(start, focus - TEXT_LIMIT // 4)
-        stop = min(stop, start + 4 * TEXT_LIMIT)
-    return _decode(data[start:stop])[:TEXT_LIMIT]
-
-
-def _decode(raw: bytes) -> str:
-    """Text to show: context lines may come from a piece whose escapes were never removed."""
-    return strip_escapes(raw).decode("utf-8", "replace")

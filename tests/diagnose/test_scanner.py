@@ -13,7 +13,8 @@ import pytest
 import re2
 
 from ci_matrix.diagnose.cleaning import clean
-from ci_matrix.diagnose.scanner import COUNT_LIMIT, Hit, Scanner, Signature
+from ci_matrix.diagnose.hits import Hit
+from ci_matrix.diagnose.scanner import COUNT_LIMIT, Scanner, Signature
 
 SIGNATURES = (
     Signature("rustc-ice#0", r"error: internal compiler error: (?P<msg>.+)"),
