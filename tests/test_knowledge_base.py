@@ -73,10 +73,10 @@ def test_the_rules_page_is_generated_from_the_data() -> None:
 
 
 # How a log reaches ci-matrix besides as the tool printed it: behind a CI system's line prefix,
-# quoted in an issue, indented as a markdown block (each rotates through its prefixes line by
-# line), or typeset by a forum where it was pasted outside a code block (Discourse curls quotes
-# and turns "--" into an en dash, "---" into an em dash, "..." into an ellipsis; GCC's quotes in
-# a UTF-8 locale are the same curled ones).
+# quoted in an issue, indented as a markdown block, marked as a pytest failure's exception (each
+# rotates through its prefixes line by line), or typeset by a forum where it was pasted outside
+# a code block (Discourse curls quotes and turns "--" into an en dash, "---" into an em dash,
+# "..." into an ellipsis; GCC's quotes in a UTF-8 locale are the same curled ones).
 def _prefixed(*prefixes: bytes) -> Callable[[bytes], bytes]:
     def post(data: bytes) -> bytes:
         lines = data.split(b"\n")
@@ -102,6 +102,7 @@ POSTED_FORMS = {
     ),
     "quoted": _prefixed(b"> "),
     "indented": _prefixed(b"    "),
+    "in a pytest failure": _prefixed(b"E       "),
     "typeset by a forum": _typeset,
 }
 

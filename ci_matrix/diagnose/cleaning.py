@@ -52,12 +52,16 @@ _OSC_PROBE = re2.compile(rb"\x1b[\]_]")
 #   Jenkins' timestamper in brackets ("[2024-05-01T12:34:56.123Z] "), a space for the T;
 # - a clock time, bare or in brackets ("12:34:56 ", "[12:34:56.789] ");
 # - Docker BuildKit's plain progress, step and seconds ("#8 12.345 ");
+# - pytest's mark on the lines of a failure's exception ("E   ", "E       ": the indent of its
+#   source line less one), where a build run from a test (a CompilerToolError, a
+#   CalledProcessError with its output) prints the tool's lines;
 # - a markdown quote ("> "), as a log quoted in an issue or a reply arrives.
-# Each form starts with a digit, '[', '#' or '>' and is bounded, so a failed try costs a few steps.
+# Each form starts with a digit, '[', '#', 'E' or '>' and is bounded, so a failed try costs a few steps.
 _STAMP_BODY = (
     rb"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?(?: \d\d[OE][+ ]| )"
     rb"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? "
     rb"|#\d{1,5} \d{1,6}\.\d{1,3} "
+    rb"|E   (?:    )?"
     rb"|> ){1,4}"
 )
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)

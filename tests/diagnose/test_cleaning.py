@@ -111,6 +111,8 @@ def test_a_tiny_chunk_size_is_refused() -> None:
         b"[12:34:56.789] ",
         b"#12 3.456 ",  # Docker BuildKit, plain progress
         b"> ",  # a markdown quote
+        b"E       ",  # pytest's mark on a failure's exception lines
+        b"E   ",
         b"> > ",
         b"2024-05-01T12:34:56.1234567Z #8 12.34 ",  # docker build inside a GitHub job
     ],
@@ -121,7 +123,7 @@ def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> No
 
 
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
-    raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\n"
+    raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
     assert clean(raw) == raw
 
 
