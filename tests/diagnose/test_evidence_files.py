@@ -36,6 +36,8 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     ("0.\tProgram arguments: iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb",
      {"iree-compile-flags": "iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb"}),
     ("buildtools/linux-x64/rust/bin/rustc --crate-name vte", {"os": "linux", "cpu": "x86_64"}),
+    ("  /Users/demanouwamo/Downloads/pytorch/build/caffe2/CMakeFiles/x.cu.o", {"os": "macos"}),
+    ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
 ])
 def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
     extractors = files.extractors()
@@ -43,3 +45,14 @@ def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -
     found = read_log(hits, extractors)
     assert {fact: found[fact].value for fact in facts if fact in found} == facts
     assert all(found[fact].line == 1 and found[fact].source == "log" for fact in facts)
+
+
+@pytest.mark.parametrize("line", [
+    "-- Build files have been written to: C:/Users/runneradmin/work/app/build",  # CMake on Windows
+    "/c/Users/runneradmin/work/app/build.sh: line 3: nvcc: command not found",  # Git Bash
+    "  /mnt/c/Users/me/proj/k.cu(12): error: identifier is undefined",  # WSL
+])
+def test_a_windows_home_is_not_taken_for_macos(line: str) -> None:
+    extractors = files.extractors()
+    found = read_log(Scanner(extractors.signatures()).scan(io.BytesIO(line.encode() + b"\n")), extractors)
+    assert "os" not in found
