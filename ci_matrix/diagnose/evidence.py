@@ -235,11 +235,18 @@ _ALIASES = {"os": {"mac": "macos", "darwin": "macos", "osx": "macos"},
 
 def _typed(fact: str, text: str) -> Any:
     if fact in SET_FACTS:
+        if fact.endswith("-flags") and text.rstrip().endswith(_CONTINUATIONS):
+            # a command echoed over several lines (sh's \, cmd's ^, PowerShell's `): its first
+            # line does not tell which flags the command lacks
+            raise ValueError(f"{fact} continues on the next line")
         return _flags(text) if fact.endswith("-flags") else frozenset(text.split(","))
     if fact == "rust-toolchain":
         parse_toolchain(text)  # raises ValueError on a name that is not a toolchain
         return text
     return typed(fact, text)
+
+
+_CONTINUATIONS = ("\\", "^", "`")
 
 
 def _flags(text: str) -> frozenset[str]:

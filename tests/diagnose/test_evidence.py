@@ -108,6 +108,26 @@ def test_iree_crash_with_the_local_device_and_no_backend(capsys: pytest.CaptureF
     assert facts_of(first)["iree-compile-flags"][1:] == ("log", 2)
 
 
+def test_a_command_continued_on_the_next_line_does_not_tell_a_missing_flag(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    crash = (FIXTURES / "iree-compile-segfault-cpu-target" / "issue-20283.log").read_text(encoding="utf-8")
+    log = tmp_path / "continued.log"
+    log.write_text(
+        "$ iree-compile model.mlir --iree-hal-target-device=local \\\n"
+        "    --iree-hal-local-target-device-backends=llvm-cpu -o model.vmfb\n"
+        + "".join(line for line in crash.splitlines(keepends=True) if "iree-compile " not in line),
+        encoding="utf-8",
+    )
+    first = diagnose(capsys, log)["findings"][0]
+    assert first["rule"] == "iree-compile-crash"
+    assert "iree-compile-flags" not in facts_of(first)
+    # the same command on one line does tell it
+    log.write_text("$ iree-compile model.mlir --iree-hal-target-device=local -o model.vmfb\n"
+                   + log.read_text(encoding="utf-8").split("\n", 2)[2], encoding="utf-8")
+    assert diagnose(capsys, log)["findings"][0]["rule"] == "iree-compile-segfault-cpu-target"
+
+
 def test_an_arch_rejection_without_a_version_in_sight_is_medium(capsys: pytest.CaptureFixture[str]) -> None:
     record = diagnose(capsys, FIXTURES / "cuda-arch-pre-turing-removed-in-cuda-13" / "no-banner-sm70.log")
     first = record["findings"][0]
