@@ -37,7 +37,8 @@ def test_each_file_is_valid(name: str, text: str) -> None:
      {"iree-compile-flags": "iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb"}),
     ("buildtools/linux-x64/rust/bin/rustc --crate-name vte", {"os": "linux", "cpu": "x86_64"}),
     ("  /Users/demanouwamo/Downloads/pytorch/build/caffe2/CMakeFiles/x.cu.o", {"os": "macos"}),
-    ("  C:\\py\\Lib\\site-packages\\iree\\compiler\\_mlir_libs\\iree-compile.exe m.mlir --iree-hal-target-backends=llvm-cpu",
+    ("  C:\\py\\Lib\\site-packages\\iree\\compiler\\_mlir_libs\\iree-compile.exe m.mlir"
+     " --iree-hal-target-backends=llvm-cpu",
      {"iree-compile-flags": "\\iree-compile.exe m.mlir --iree-hal-target-backends=llvm-cpu"}),
     ("error: mhlo to TFLite legalization failed.", {"mlir-tool": "tflite-converter"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
