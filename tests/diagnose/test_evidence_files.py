@@ -41,6 +41,9 @@ def test_each_file_is_valid(name: str, text: str) -> None:
      " --iree-hal-target-backends=llvm-cpu",
      {"iree-compile-flags": "\\iree-compile.exe m.mlir --iree-hal-target-backends=llvm-cpu"}),
     ("error: mhlo to TFLite legalization failed.", {"mlir-tool": "tflite-converter"}),
+    ("-- Found CUDA: /usr/local/cuda (found version \"8.0\") ", {"cuda-version": "8.0"}),
+    ("/usr/local/cuda-9.0/bin/nvcc -M -D__CUDACC__ k.cu", {"cuda-version": "9.0"}),
+    ("1 error(s) generated when compiling for gfx906.", {"gpu-runtime": "hip"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
 ])
 def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
