@@ -264,13 +264,14 @@ class _Run:
         # and its buffer is stripped when it is finally located, if ever.
         buf = raw.stripped() if now else raw
         until = buf.end(final)
-        for index in indices:
+        maybe = self._matching(indices, raw, buf)
+        for index in maybe:
             sig = self._compiled[index]
             if sig.last_only and self._here(sig, raw, buf, final):
                 # It is here: earlier buffers no longer matter.
                 self._pending[index] = (buf, final)
         if now:
-            located = (self._locate(self._compiled[i], buf, until) for i in self._matching(now, raw, buf))
+            located = (self._locate(self._compiled[i], buf, until) for i in maybe if not self._compiled[i].last_only)
             self._record(buf, [m for m in located if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}
         if len(held) > _PENDING_BUFFERS:
@@ -279,14 +280,16 @@ class _Run:
     def _matching(self, indices: list[int], raw: Buffer, buf: Buffer) -> list[int]:
         """Those of ``indices`` that may match in ``buf`` (``raw``, or ``raw`` stripped): the
         plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
-        they are many, are asked of one Set of their confirm forms first."""
-        clean = buf is raw  # the plain Set read it
+        they are many, are asked of one Set of their confirm forms first. Evidence (last-only)
+        joins them where ``buf`` holds no escape (its escape-tolerant check is its own)."""
+        clean = buf is raw and b"\x1b" not in raw.data  # the plain Set read it
         sure = [i for i in indices if clean and self._compiled[i].exact]
-        unsure = [i for i in indices if not (clean and self._compiled[i].exact)]
+        kept = {i for i in indices if not clean and self._compiled[i].last_only and b"\x1b" in buf.data}
+        unsure = [i for i in indices if not (clean and self._compiled[i].exact) and i not in kept]
         if len(unsure) >= _CONFIRM_FROM:
             found = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure)).Match(buf.data) or []
             unsure = [unsure[k] for k in found]
-        return sorted(sure + unsure)
+        return sorted([*sure, *kept, *unsure])
 
     def _here(self, sig: _Compiled, raw: Buffer, buf: Buffer, final: bool) -> bool:
         """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""
