@@ -10,6 +10,7 @@ buffer: :func:`complete_after` adds them when it comes.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -49,10 +50,15 @@ class Buffer:
     tail: int = 0  # bytes of data[1:] carried from the previous buffer
     newlines: int = 0  # newlines in data[1:] (removing escapes removes none)
 
+    @functools.cached_property
+    def escaped(self) -> bool:
+        """Whether the buffer holds an escape byte: looked for once, however many steps ask."""
+        return b"\x1b" in self.data
+
     def stripped(self) -> Buffer:
         """This buffer without escape sequences (line numbers do not move: none holds a
         newline); worked out once, whichever step first needs it."""
-        if b"\x1b" not in self.data:
+        if not self.escaped:
             return self
         done: Buffer | None = self.__dict__.get("_stripped")
         if done is None:

@@ -282,9 +282,9 @@ class _Run:
         plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
         they are many, are asked of one Set of their confirm forms first. Evidence (last-only)
         joins them where ``buf`` holds no escape (its escape-tolerant check is its own)."""
-        clean = buf is raw and b"\x1b" not in raw.data  # the plain Set read it
+        clean = buf is raw and not raw.escaped  # the plain Set read it
         sure = [i for i in indices if clean and self._compiled[i].exact]
-        kept = {i for i in indices if not clean and self._compiled[i].last_only and b"\x1b" in buf.data}
+        kept = {i for i in indices if not clean and self._compiled[i].last_only and buf.escaped}
         unsure = [i for i in indices if not (clean and self._compiled[i].exact) and i not in kept]
         if len(unsure) >= _CONFIRM_FROM:
             found = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure)).Match(buf.data) or []
@@ -293,7 +293,7 @@ class _Run:
 
     def _here(self, sig: _Compiled, raw: Buffer, buf: Buffer, final: bool) -> bool:
         """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""
-        if buf is not raw or b"\x1b" not in raw.data:
+        if buf is not raw or not raw.escaped:
             # the plain Set's word on an exact pattern is final where the buffer was clean
             return (buf is raw and sig.exact) or sig.regex.search(buf.data, 1, buf.end(final)) is not None
         tolerant = self._tolerant.get(sig.key)
