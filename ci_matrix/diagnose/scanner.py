@@ -10,7 +10,9 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
   signature's longest literal run (:func:`ci_matrix.diagnose.tolerant.set_forms`), a trie
   for its DFA whatever the knowledge base's size; where a piece holds the runs of several
   signatures, one Set of their confirm forms (the patterns as a Set reads them whole) says
-  which match before any is located.
+  which match before any is located. That Set runs on a second worker thread, beside the
+  next piece's Set pass and cleaning (hostile text needs it on every piece; a build log
+  seldom does).
 * Colour codes are the costly part of cleaning (a Python step per escape), so a piece
   dense in them keeps them, and a second Set, of the signatures rewritten to step over
   escape sequences (:mod:`ci_matrix.diagnose.tolerant`), reads it. Only a piece where that
@@ -127,15 +129,29 @@ class Scanner:
             raise ValueError("context must not be negative")
         run = _Run(self._compiled, context)
         overlap = min(OVERLAP_BYTES, chunk_size)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool:
+        # Three steps per buffer, each on its own thread where it can run beside the others:
+        # the main thread cleans buffer n+1 (in _buffers) and locates in buffer n-1; one
+        # worker runs the Set on buffer n; another the confirm Set of buffer n's uncertain
+        # hits (a hostile piece has dozens; a build log's pieces need none).
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool,
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-confirm") as confirm,
+        ):
             waiting: tuple[Buffer, Future[list[int] | None]] | None = None
+            ready: _Step | None = None
             for buf in _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy):
                 job = pool.submit(self._matcher(buf.data), buf.data)
                 if waiting is not None:
-                    run.absorb(waiting[0], waiting[1].result(), final=False)
+                    step = run.prepare(waiting[0], waiting[1].result(), confirm)
+                    if ready is not None:
+                        run.absorb(ready, final=False)
+                    ready = step
                 waiting = (buf, job)
-            if waiting is not None:
-                run.absorb(waiting[0], waiting[1].result(), final=True)
+            last = run.prepare(waiting[0], waiting[1].result(), confirm) if waiting is not None else None
+            if ready is not None:
+                run.absorb(ready, final=False)
+            if last is not None:
+                run.absorb(last, final=True)
         return run.hits()
 
 
@@ -229,6 +245,24 @@ def _tail_start(data: bytes, overlap: int) -> int:
     return start
 
 
+@dataclass(frozen=True)
+class _Step:
+    """What :meth:`_Run.prepare` hands to :meth:`_Run.absorb` for one buffer."""
+
+    raw: Buffer
+    buf: Buffer  # raw, or raw stripped of its escapes
+    known: tuple[int, ...]  # indices that may match without asking the confirm Set
+    unsure: tuple[int, ...] = ()  # indices the confirm Set is asked about
+    confirmed: Future[list[int] | None] | None = None  # its answer: positions in ``unsure``
+
+    def maybe(self) -> list[int]:
+        """The indices of the signatures that may match in ``buf``, in order."""
+        if self.confirmed is None:
+            return list(self.known)
+        found = self.confirmed.result() or []
+        return sorted([*self.known, *(self.unsure[k] for k in found)])
+
+
 class _Run:
     """What one scan has found so far.
 
@@ -246,50 +280,53 @@ class _Run:
         self._pending: dict[int, tuple[Buffer, bool]] = {}  # last-only index -> its last buffer
         self._tolerant: dict[str, _Regex] = {}  # escape-tolerant forms, compiled when first needed
 
-    def absorb(self, raw: Buffer, indices: Sequence[int] | None, *, final: bool) -> None:
-        """Take in one buffer and the indices of the signatures the Set saw in it.
+    def prepare(self, raw: Buffer, indices: Sequence[int] | None, pool: ThreadPoolExecutor) -> _Step:
+        """The first step for one buffer and the indices of the signatures the Set saw in it:
+        which of them may match there. Where many are uncertain, one Set of their confirm
+        forms says which match, on ``pool``, while the main thread goes on (see :meth:`absorb`).
 
         Where ``raw`` holds escapes, the escape-tolerant Set read it, whose word may be too
-        generous: it is stripped of them, and the signatures themselves decide.
+        generous: it is stripped of them, and the signatures themselves decide. Only
+        signatures that count every match need the whole buffer stripped; evidence
+        (last-only) is confirmed on the few lines where its escape-tolerant form matches, and
+        its buffer is stripped when it is finally located, if ever.
         """
+        if not indices:
+            return _Step(raw, raw, ())
+        indices = sorted(indices)
+        now = any(not self._compiled[i].last_only for i in indices)
+        buf = raw.stripped() if now else raw
+        clean = buf is raw and not raw.escaped  # the plain Set read it
+        sure = [i for i in indices if clean and self._compiled[i].exact]
+        kept = [i for i in indices if not clean and self._compiled[i].last_only and buf.escaped]
+        # Evidence (last-only) joins the uncertain ones where ``buf`` holds no escape (its
+        # escape-tolerant check is its own).
+        unsure = [i for i in indices if not (clean and self._compiled[i].exact) and i not in kept]
+        if len(unsure) < _CONFIRM_FROM:
+            return _Step(raw, buf, tuple(sorted([*sure, *kept, *unsure])))
+        confirm_set = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure))
+        return _Step(raw, buf, tuple(sorted([*sure, *kept])), tuple(unsure), pool.submit(confirm_set.Match, buf.data))
+
+    def absorb(self, step: _Step, *, final: bool) -> None:
+        """Take in one buffer, once :meth:`prepare` has said what may match in it."""
+        raw, buf = step.raw, step.buf
         for key, found in self._found.items():
             if found.missing_after:
                 self._found[key] = complete_after(found, raw, final)
-        if not indices:
+        maybe = step.maybe()
+        if not maybe:
             return
-        indices = sorted(indices)
-        now = [i for i in indices if not self._compiled[i].last_only]
-        # Only signatures that count every match need the whole buffer stripped; evidence
-        # (last-only) is confirmed on the few lines where its escape-tolerant form matches,
-        # and its buffer is stripped when it is finally located, if ever.
-        buf = raw.stripped() if now else raw
         until = buf.end(final)
-        maybe = self._matching(indices, raw, buf)
         for index in maybe:
             sig = self._compiled[index]
             if sig.last_only and self._here(sig, raw, buf, final):
                 # It is here: earlier buffers no longer matter.
                 self._pending[index] = (buf, final)
-        if now:
-            located = (self._locate(self._compiled[i], buf, until) for i in maybe if not self._compiled[i].last_only)
-            self._record(buf, [m for m in located if m], final)
+        located = (self._locate(self._compiled[i], buf, until) for i in maybe if not self._compiled[i].last_only)
+        self._record(buf, [m for m in located if m], final)
         held = {id(pending[0]): pending for pending in self._pending.values()}
         if len(held) > _PENDING_BUFFERS:
             self._settle(next(iter(held.values()))[0])
-
-    def _matching(self, indices: list[int], raw: Buffer, buf: Buffer) -> list[int]:
-        """Those of ``indices`` that may match in ``buf`` (``raw``, or ``raw`` stripped): the
-        plain Set's word on an exact pattern is final where ``raw`` was clean; the others, when
-        they are many, are asked of one Set of their confirm forms first. Evidence (last-only)
-        joins them where ``buf`` holds no escape (its escape-tolerant check is its own)."""
-        clean = buf is raw and not raw.escaped  # the plain Set read it
-        sure = [i for i in indices if clean and self._compiled[i].exact]
-        kept = {i for i in indices if not clean and self._compiled[i].last_only and buf.escaped}
-        unsure = [i for i in indices if not (clean and self._compiled[i].exact) and i not in kept]
-        if len(unsure) >= _CONFIRM_FROM:
-            found = _confirm_set(tuple(f"(?m){self._compiled[i].confirm}" for i in unsure)).Match(buf.data) or []
-            unsure = [unsure[k] for k in found]
-        return sorted([*sure, *kept, *unsure])
 
     def _here(self, sig: _Compiled, raw: Buffer, buf: Buffer, final: bool) -> bool:
         """Whether last-only ``sig`` really matches in ``buf`` (``raw``, or ``raw`` stripped)."""
