@@ -35,7 +35,7 @@ DERIVED = ("os", "cpu", "gpu", "rust-channel", "rust-date", "rust-version")
 #: Facts only a build log shows, read by the knowledge base's evidence extractors: the
 #: compiler's host triple, a nightly's commit date, whether rustc reported an error of its
 #: own, the GPU the program ran on and its runtime (cuda, hip), the flags of the failing
-#: iree-compile command.
+#: iree-compile command, whether the package index could be reached at all.
 LOG_FACTS = (
     "rust-host",
     "rust-commit-date",
@@ -44,6 +44,7 @@ LOG_FACTS = (
     "gpu-runtime",
     "iree-compile-flags",
     "mlir-tool",  # an MLIR compiler other than iree-compile that reported the error
+    "package-index",  # "unreachable": pip gave up on the index, so "from versions: none" says nothing
 )
 #: Facts that hold a set of values; a condition's value asks whether the set contains it.
 SET_FACTS = frozenset(("uses", "iree-compile-flags"))
