@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from ci_matrix.commands import rules as rules_command
 from ci_matrix.core.rule_listing import listing
 from ci_matrix.diagnose.fixtures import run_all, summary
@@ -22,6 +24,24 @@ def test_every_builtin_rule_file_is_valid_with_positions() -> None:
     fast = trusted_builtin_rules()
     assert [r.id for r in checked] == [r.id for r in fast]
     assert [r.origin for r in checked] == [r.origin for r in fast]
+
+
+def test_a_broken_builtin_rule_file_is_named_with_its_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An edited install (or a rule being written) must say where, as a project's file does.
+    from ci_matrix.edges import files
+    from ci_matrix.errors import ConfigError
+
+    broken = "rules:\n  - id: x\n    title: a\n    note: see \"x\": y\n"
+    monkeypatch.setattr(files, "builtin_rule_files", lambda: [("ci_matrix/knowledge/broken.yaml", broken)])
+    files.trusted_builtin_rules.cache_clear()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            files.trusted_builtin_rules()
+    finally:
+        files.trusted_builtin_rules.cache_clear()
+    (problem,) = raised.value.problems
+    assert (problem.file, problem.line) == ("ci_matrix/knowledge/broken.yaml", 4)
+    assert "YAML syntax error" in problem.message
 
 
 def test_the_knowledge_base_covers_the_domains_users_meet() -> None:

@@ -239,7 +239,11 @@ def trusted_builtin_rules() -> tuple[Rule, ...]:
     """
     rules: list[Rule] = []
     for name, text in builtin_rule_files():
-        document = Document(name, fast_load(text))
+        data = fast_load(text)
+        if data is None:  # a syntax error (an edited install): parsed again, to say where
+            _, problems = parse_yaml(text, name)
+            raise ConfigError(problems or [Problem(name, 1, 1, "", "not a YAML document")])
+        document = Document(name, data)
         found, problems = rules_from_document(document, known_facts())
         if problems:
             raise ConfigError(problems)
