@@ -26,19 +26,26 @@ def test_every_builtin_rule_file_is_valid_with_positions() -> None:
     assert [r.origin for r in checked] == [r.origin for r in fast]
 
 
-def test_a_broken_builtin_rule_file_is_named_with_its_line_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    # An edited install (or a rule being written) must say where, as a project's file does.
+@pytest.mark.parametrize(
+    ("listing", "loader"), [("builtin_rule_files", "trusted_builtin_rules"), ("evidence_files", "extractors")]
+)
+def test_a_broken_builtin_file_is_named_with_its_line_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, listing: str, loader: str
+) -> None:
+    # An edited install (or a rule being written) must say where, as a project's file does;
+    # an evidence file that does not parse must not be dropped in silence either.
     from ci_matrix.edges import files
     from ci_matrix.errors import ConfigError
 
-    broken = "rules:\n  - id: x\n    title: a\n    note: see \"x\": y\n"
-    monkeypatch.setattr(files, "builtin_rule_files", lambda: [("ci_matrix/knowledge/broken.yaml", broken)])
-    files.trusted_builtin_rules.cache_clear()
+    broken = 'rules:\n  - id: x\n    title: a\n    note: see "x": y\n'
+    monkeypatch.setattr(files, listing, lambda: [("ci_matrix/knowledge/broken.yaml", broken)])
+    load = getattr(files, loader)
+    load.cache_clear()
     try:
         with pytest.raises(ConfigError) as raised:
-            files.trusted_builtin_rules()
+            load()
     finally:
-        files.trusted_builtin_rules.cache_clear()
+        load.cache_clear()
     (problem,) = raised.value.problems
     assert (problem.file, problem.line) == ("ci_matrix/knowledge/broken.yaml", 4)
     assert "YAML syntax error" in problem.message

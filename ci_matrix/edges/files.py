@@ -82,7 +82,7 @@ def extractors() -> Extractors:
     `schemas/evidence.schema.json` by the tests, read here on the fast path)."""
     from ci_matrix.diagnose.evidence import extractors_from, merged  # the scanner's side only
 
-    return merged(extractors_from(fast_load(text) or {}) for _, text in evidence_files())
+    return merged(extractors_from(_builtin_data(name, text)) for name, text in evidence_files())
 
 
 def knowledge_fixture(name: str) -> bytes:
@@ -228,6 +228,16 @@ def builtin_rules() -> list[Rule]:
     return rules
 
 
+def _builtin_data(name: str, text: str) -> Any:
+    """The data of a built-in file read on the fast path; one that does not parse (an edited
+    install, a rule being written) is parsed again to say where, as a project's file is."""
+    data = fast_load(text)
+    if data is None:
+        _, problems = parse_yaml(text, name)
+        raise ConfigError(problems or [Problem(name, 1, 1, "", "not a YAML document")])
+    return data
+
+
 @functools.cache
 def trusted_builtin_rules() -> tuple[Rule, ...]:
     """The built-in knowledge base on the fast path of every command.
@@ -239,11 +249,7 @@ def trusted_builtin_rules() -> tuple[Rule, ...]:
     """
     rules: list[Rule] = []
     for name, text in builtin_rule_files():
-        data = fast_load(text)
-        if data is None:  # a syntax error (an edited install): parsed again, to say where
-            _, problems = parse_yaml(text, name)
-            raise ConfigError(problems or [Problem(name, 1, 1, "", "not a YAML document")])
-        document = Document(name, data)
+        document = Document(name, _builtin_data(name, text))
         found, problems = rules_from_document(document, known_facts())
         if problems:
             raise ConfigError(problems)
