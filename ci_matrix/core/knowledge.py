@@ -52,7 +52,7 @@ class Fixture:
     """A log that must (or must not) be diagnosed as this rule."""
 
     file: str
-    expect: str  # match | clean | config-match
+    expect: str  # match | clean | outranked | config-match
     source: str
     cell: tuple[tuple[str, str], ...]
 

@@ -222,3 +222,43 @@ def test_a_project_using_torch_mlir_still_gets_its_iree_legalization_failure(
     cell = ["--manifest", str(manifest), "--cell", "m-linux-x86_64-iree-llvm-cpu"]
     assert diagnose(capsys, folder / "match.log", *cell)["findings"][0]["rule"] == "iree-legalization-failure"
     assert not diagnose(capsys, folder / "near-miss-torch-mlir.log", *cell)["findings"]
+
+
+def test_an_outranked_fixture_lets_a_noise_rule_be_found_but_not_named_first(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # A rule whose text is sometimes only noise beside the real failure (a git warning beside a
+    # compiler error) gets a fixture of that case: `clean` would fail, as the rule is still found.
+    (tmp_path / "ci-matrix.yml").write_text(
+        "rules: [ci/rules.yml]\nbuilds:\n  b:\n    platforms: [linux-x86_64]\n    run: make\n", encoding="utf-8"
+    )
+    fixtures = tmp_path / "ci" / "fixtures"
+    fixtures.mkdir(parents=True)
+    (fixtures / "noise-alone.log").write_text("warning: git remote prune failed\n", encoding="utf-8")
+    (fixtures / "beside.log").write_text(
+        "warning: git remote prune failed\nerror: widget frobnication failed\n", encoding="utf-8"
+    )
+    (fixtures / "real.log").write_text("error: widget frobnication failed\n", encoding="utf-8")
+
+    def rules_file(expect: str) -> None:
+        (tmp_path / "ci" / "rules.yml").write_text(
+            "rules:\n"
+            "  - id: git-prune-noise\n    title: git could not prune\n    domain: runner\n"
+            "    diagnosis:\n      signatures: ['git remote prune failed']\n      priority: -1\n"
+            "      explanation: e\n      fix: f\n    references: [https://example.org/a]\n"
+            "    fixtures:\n      - {file: noise-alone.log, expect: match}\n"
+            f"      - {{file: beside.log, expect: {expect}}}\n"
+            "  - id: widget-frobnication\n    title: widgets\n    domain: runner\n"
+            "    diagnosis:\n      signatures: ['widget frobnication failed']\n"
+            "      explanation: e\n      fix: f\n    references: [https://example.org/b]\n"
+            "    fixtures:\n      - {file: real.log, expect: match}\n      - {file: noise-alone.log, expect: clean}\n",
+            encoding="utf-8",
+        )
+
+    manifest = str(tmp_path / "ci-matrix.yml")
+    rules_file("outranked")
+    assert main(["rules", "test", "--manifest", manifest], {}) == 0
+    assert "0 failed" in capsys.readouterr().out
+    rules_file("clean")  # the noise rule is among the findings, so a clean fixture fails
+    assert main(["rules", "test", "--manifest", manifest], {}) == 1
+    assert "beside.log: expected not git-prune-noise, got widget-frobnication, git-prune-noise" in capsys.readouterr().out
