@@ -45,6 +45,7 @@ LOG_FACTS = (
     "iree-compile-flags",
     "mlir-tool",  # an MLIR compiler other than iree-compile that reported the error
     "package-index",  # "unreachable": pip gave up on the index, so "from versions: none" says nothing
+    "cargo-min-version",  # the oldest cargo that prints a message the log holds
 )
 #: Facts that hold a set of values; a condition's value asks whether the set contains it.
 SET_FACTS = frozenset(("uses", "iree-compile-flags"))
@@ -63,6 +64,7 @@ _TYPED: dict[str, Callable[[str], Any]] = {
     "iree-version": parse_release,
     "cuda-arch": arch_order,
     "rust-commit-date": parse_date,
+    "cargo-min-version": parse_release,
     "gpu-capability": arch_order,
 }
 
