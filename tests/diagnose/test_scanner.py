@@ -412,3 +412,31 @@ def test_many_patterns_seen_by_their_literal_run_are_confirmed_by_one_set(tmp_pa
     assert scanner_module._confirm_set.cache_info().misses == before.misses + 1
     hits = scan(write(tmp_path, log), sigs)  # the same candidates again: the Set is kept
     assert scanner_module._confirm_set.cache_info().misses == before.misses + 1
+
+
+def test_ordinary_verbose_build_lines_ask_no_rule_signature_to_be_located() -> None:
+    # The scanner's Set looks for each signature's longest literal run; a run that every line of
+    # a verbose build holds (cargo -v's "-L dependency=", rustup's x86_64-unknown-linux-gnu paths)
+    # makes each piece of such a log pay a search for that signature (and, from four of them, a
+    # second Set pass). Counted, not timed: which rule signatures the Set reports on these lines.
+    from ci_matrix.edges import files
+    from ci_matrix.edges.logs import scanner_for
+
+    toolchain = "/home/runner/.rustup/toolchains/stable-x86_64-unknown-linux-gnu"
+    target = "/home/runner/work/p/p/target/debug/deps"
+    lines = [
+        f"     Running `{toolchain}/bin/rustc --crate-name serde --edition=2021 src/lib.rs --crate-type lib"
+        f" -C debuginfo=2 --out-dir {target} -L dependency={target} --extern serde_derive={target}/x.so`",
+        "   Compiling serde v1.0.210",
+        "/usr/local/cuda-12.4/bin/nvcc -I/work/cutlass/include -O3 -gencode arch=compute_86,code=sm_86"
+        " -x cu -c /work/k.cu -o k.o",
+        "[12/40] Building CUDA object CMakeFiles/k.dir/k.cu.o",
+        "iree-compile m.mlir --iree-hal-target-device=local --iree-hal-local-target-device-backends=llvm-cpu",
+        "test tests::case_1 ... ok",
+        "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 41.20s",
+    ]
+    scanner = scanner_for(files.trusted_builtin_rules())
+    text = ("\n".join(lines) + "\n").encode() * 200
+    reported = scanner._matcher(text)(text) or []  # the Set pass is what is counted
+    keys = [scanner._compiled[i].key for i in reported]
+    assert [key for key in keys if not key.startswith("@")] == []  # evidence ("@...") is meant to be there
