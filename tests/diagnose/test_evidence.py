@@ -261,4 +261,5 @@ def test_an_outranked_fixture_lets_a_noise_rule_be_found_but_not_named_first(
     assert "0 failed" in capsys.readouterr().out
     rules_file("clean")  # the noise rule is among the findings, so a clean fixture fails
     assert main(["rules", "test", "--manifest", manifest], {}) == 1
-    assert "beside.log: expected not git-prune-noise, got widget-frobnication, git-prune-noise" in capsys.readouterr().out
+    failure = "beside.log: expected not git-prune-noise, got widget-frobnication, git-prune-noise"
+    assert failure in capsys.readouterr().out
