@@ -12,7 +12,7 @@ import pytest
 
 from ci_matrix.commands import rules as rules_command
 from ci_matrix.core.rule_listing import listing
-from ci_matrix.diagnose.fixtures import run_all, summary
+from ci_matrix.diagnose.fixtures import as_expected, run_all, summary
 from ci_matrix.edges.files import builtin_rules, trusted_builtin_rules
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
@@ -49,14 +49,6 @@ def test_a_broken_builtin_file_is_named_with_its_line_not_a_traceback(
     (problem,) = raised.value.problems
     assert (problem.file, problem.line) == ("ci_matrix/knowledge/broken.yaml", 4)
     assert "YAML syntax error" in problem.message
-
-
-def _as_expected(expect: str, rule: str, got: list[str]) -> bool:
-    if expect == "clean":
-        return rule not in got
-    if expect == "outranked":
-        return got[:1] != [rule]
-    return got[:1] == [rule]
 
 
 def test_the_knowledge_base_covers_the_domains_users_meet() -> None:
@@ -157,6 +149,6 @@ def test_every_fixture_gets_the_same_answer_as_users_post_it() -> None:
             for form, post in POSTED_FORMS.items():
                 found = diagnose_log(io.BytesIO(post(data)), rules, cell, catalog().platforms, exit_code=1)
                 got = [f.rule for f in found.findings]
-                if not _as_expected(fixture.expect, rule.id, got):
+                if not as_expected(fixture.expect, rule.id, got):
                     wrong.append(f"{fixture.file} {form}: got {got}")
     assert wrong == []

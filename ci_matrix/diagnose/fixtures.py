@@ -49,14 +49,20 @@ def run_fixture(rule: Rule, fixture: Fixture, rules: Sequence[Rule]) -> Outcome:
     cell = dict(fixture.cell) if fixture.cell else None
     found = diagnose_log(io.BytesIO(data), rules, cell, files.catalog().platforms, exit_code=1)
     got = tuple(f.rule for f in found.findings)
-    if fixture.expect == "clean":
-        return Outcome(rule.id, fixture, got, rule.id not in got)
-    if fixture.expect == "outranked":
-        return Outcome(rule.id, fixture, got, got[:1] != (rule.id,))
-    return Outcome(rule.id, fixture, got, bool(got) and got[0] == rule.id)
+    return Outcome(rule.id, fixture, got, as_expected(fixture.expect, rule.id, got))
 
 
 NEAR_MISSES = ("clean", "outranked")  # fixtures of another cause, counted as near-misses
+
+
+def as_expected(expect: str, rule: str, got: Sequence[str]) -> bool:
+    """Whether findings ``got`` (rule ids, most specific first) are what a fixture of ``rule``
+    that expects ``expect`` asks for."""
+    if expect == "clean":
+        return rule not in got
+    if expect == "outranked":
+        return list(got[:1]) != [rule]
+    return list(got[:1]) == [rule]
 
 
 def run_all(rules: Sequence[Rule]) -> list[Outcome]:
