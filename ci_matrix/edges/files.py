@@ -52,14 +52,16 @@ def load_document(text: str, file: str, schema_name: str) -> tuple[Document | No
 def catalog() -> Catalog:
     """The built-in catalog of platforms, toolkits, archs and targets."""
     text = (_PACKAGE / "data" / "catalog.yaml").read_text(encoding="utf-8")
-    return catalog_from(fast_load(text))  # package data, checked against its schema by the tests
+    # package data, checked against its schema by the tests
+    return catalog_from(_builtin_data("ci_matrix/data/catalog.yaml", text))
 
 
 @functools.cache
 def toolkits() -> Toolkits:
     """Where `ci-matrix setup` gets each toolchain (`data/toolkits.yaml`)."""
     text = (_PACKAGE / "data" / "toolkits.yaml").read_text(encoding="utf-8")
-    return toolkits_from(fast_load(text))  # package data, checked against its schema by the tests
+    # package data, checked against its schema by the tests
+    return toolkits_from(_builtin_data("ci_matrix/data/toolkits.yaml", text))
 
 
 def builtin_rule_files() -> list[tuple[str, str]]:
