@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 import re2
 
@@ -63,6 +63,7 @@ _CONFIRM_FROM = 4
 _CONFIRM_SETS = 32
 
 _Regex = Any  # google-re2 ships no type hints
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -137,22 +138,27 @@ class Scanner:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-confirm") as confirm,
         ):
-            waiting: tuple[Buffer, Future[list[int] | None]] | None = None
-            ready: _Step | None = None
-            for buf in _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy):
-                job = pool.submit(self._matcher(buf.data), buf.data)
-                if waiting is not None:
-                    step = run.prepare(waiting[0], waiting[1].result(), confirm)
-                    if ready is not None:
-                        run.absorb(ready, final=False)
-                    ready = step
-                waiting = (buf, job)
-            last = run.prepare(waiting[0], waiting[1].result(), confirm) if waiting is not None else None
-            if ready is not None:
-                run.absorb(ready, final=False)
-            if last is not None:
-                run.absorb(last, final=True)
+            buffers = _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy)
+            jobs = ((buf, pool.submit(self._matcher(buf.data), buf.data)) for buf in buffers)
+            steps = (run.prepare(buf, job.result(), confirm) for (buf, job), _ in _with_last(jobs))
+            for step, final in _with_last(steps):
+                run.absorb(step, final=final)
         return run.hits()
+
+
+def _with_last(items: Iterable[_T]) -> Iterator[tuple[_T, bool]]:
+    """``items``, each with whether it is the last, handed on one behind: an item comes out
+    once the next has been taken, so the work that taking the next starts (its Set pass, its
+    confirm Set) runs while the caller uses this one."""
+    remaining = iter(items)
+    try:
+        ahead = next(remaining)
+    except StopIteration:
+        return
+    for item in remaining:
+        yield ahead, False
+        ahead = item
+    yield ahead, True
 
 
 def _unique(signatures: Sequence[Signature]) -> Sequence[Signature]:
