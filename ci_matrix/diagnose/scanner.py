@@ -14,8 +14,8 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
   next piece's Set pass and cleaning (hostile text needs it on every piece; a build log
   seldom does).
 * Colour codes are the costly part of cleaning (a Python step per escape), so a piece
-  dense in them keeps them, and a second Set, of the signatures rewritten to step over
-  escape sequences (:mod:`ci_matrix.diagnose.tolerant`), reads it. Only a piece where that
+  dense in them keeps them, and a second Set, of a short part of each signature rewritten
+  to step over escape sequences (:mod:`ci_matrix.diagnose.tolerant`), reads it. Only a piece where that
   Set saw something has its escapes removed, and there the signatures themselves decide.
   Pieces with few escapes are stripped at once and read by the plain Set, whose DFA is
   half the size on hostile text.

@@ -138,3 +138,18 @@ def test_the_set_forms_of_the_knowledge_base_match_where_its_patterns_do() -> No
                 assert plain.search(text) is not None, compiled.key
         exact += compiled.exact
     assert 100 < exact < len(scanner._compiled)
+
+
+def test_the_escape_tolerant_set_looks_for_a_short_head_every_match_holds() -> None:
+    # That Set's word is never final (a piece it flags is stripped and the signatures decide),
+    # so it looks for 16 characters of a literal run, or a head per branch of a choice: each
+    # character costs about ten RE2 instructions there (49 MB of Set at 955 signatures before).
+    forms = set_forms(r"error: could not compile `(?P<c>[\w-]+)` \(lib\)")
+    assert forms.tolerant is not None and forms.tolerant.count("\\x1b") == 16
+    assert re2.search("(?m)" + forms.tolerant, b"\x1b[1m\x1b[31merror\x1b[0m: could not compile `x`")
+    choice = r"(?:network failure seems to have happened|failed to fetch `https://x`)\s*\n[^\n]*(?:Timeout|SSL)"
+    tolerant = set_forms(choice).tolerant
+    assert tolerant is not None and tolerant.count("\\x1b") == 32  # two heads of 16
+    for raw in (b"\x1b[33mnetwork failure\x1b[0m seems", b"failed to \x1b[1mfetch `https://x`"):
+        assert re2.search("(?m)" + tolerant, raw), raw
+    assert set_forms(r"ab[^\n]*cd").tolerant.count("\\x1b") > 2  # no head: the pattern itself
