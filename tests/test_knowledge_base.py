@@ -13,6 +13,7 @@ import pytest
 from ci_matrix.commands import rules as rules_command
 from ci_matrix.core.rule_listing import listing
 from ci_matrix.diagnose.fixtures import as_expected, run_all, summary
+from ci_matrix.edges import files
 from ci_matrix.edges.files import builtin_rules, trusted_builtin_rules
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
@@ -92,6 +93,40 @@ def test_rules_test_command_prints_the_figures_and_exits_0() -> None:
     text = out.getvalue()
     assert "fixtures got exactly their rule" in text and "near-misses stayed clean" in text
     assert ", 0 failed" in text
+
+
+def _same(rules: tuple[object, ...]) -> str:
+    """Rules as text to compare: every field, the compiled conditions' addresses left out."""
+    return re.sub(r" at 0x[0-9a-f]+", "", repr(rules))
+
+
+def test_the_compiled_knowledge_base_is_generated_from_the_rule_files() -> None:
+    # Every command reads the built-in rules from it (JSON, some thirty times faster than the YAML).
+    current = Path(str(files.COMPILED)).read_text(encoding="utf-8")
+    assert current == files.compiled_knowledge(), "regenerate: python -m ci_matrix.edges.files"
+
+
+@pytest.mark.parametrize("compiled", ["", "{}", '{"key": "stale", "files": []}', "not json"])
+def test_a_compiled_knowledge_base_that_does_not_match_the_rule_files_is_ignored(
+    compiled: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An edited rule file, or an install whose compiled.json is stale or broken, reads the YAML itself.
+    from_yaml = trusted_builtin_rules.__wrapped__()
+    stale = tmp_path / "compiled.json"
+    stale.write_text(compiled, encoding="utf-8")
+    monkeypatch.setattr(files, "COMPILED", stale)
+    assert _same(trusted_builtin_rules.__wrapped__()) == _same(from_yaml)
+    edited = tmp_path / "edited.json"
+    edited.write_text(files.compiled_knowledge().replace("rustc", "RUSTC"), encoding="utf-8")
+    monkeypatch.setattr(files, "COMPILED", edited)  # the right key, other data: still its key decides
+    assert _same(trusted_builtin_rules.__wrapped__()) != _same(from_yaml)
+
+
+def test_the_compiled_knowledge_base_gives_the_rules_the_yaml_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = trusted_builtin_rules.__wrapped__()
+    monkeypatch.setattr(files, "COMPILED", Path("/nonexistent/compiled.json"))
+    assert _same(compiled) == _same(trusted_builtin_rules.__wrapped__())
+    assert [r.origin for r in compiled] == [r.origin for r in builtin_rules()]  # the same lines as the slow path
 
 
 def test_the_rules_page_is_generated_from_the_data() -> None:

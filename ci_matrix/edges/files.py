@@ -7,6 +7,7 @@ file is collected and raised together as one ConfigError.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -245,27 +246,70 @@ def trusted_builtin_rules() -> tuple[Rule, ...]:
     """The built-in knowledge base on the fast path of every command.
 
     The files ship with the package and the test suite checks them against the schema
-    (`builtin_rules`), so here they are read with PyYAML's C parser and not re-validated:
-    this keeps `ci-matrix render` starting in a fraction of the time ruamel.yaml and
+    (`builtin_rules`), so here they are not re-validated, and their data comes from
+    `knowledge/compiled.json` where that holds the files as they are (else from PyYAML's C
+    parser): this keeps `ci-matrix render` starting in a fraction of the time ruamel.yaml and
     jsonschema would take over some thousand lines of rules.
     """
+    found_files = builtin_rule_files()
+    compiled = _compiled(found_files)
+    if compiled is None:
+        compiled = [(_builtin_data(name, text), _id_lines(text)) for name, text in found_files]
     rules: list[Rule] = []
-    for name, text in builtin_rule_files():
-        document = Document(name, _builtin_data(name, text))
-        found, problems = rules_from_document(document, known_facts())
+    for (name, _), (data, lines) in zip(found_files, compiled, strict=True):
+        found, problems = rules_from_document(Document(name, data), known_facts())
         if problems:
             raise ConfigError(problems)
-        lines = _id_lines(text)
         rules += [replace(rule, origin=f"{name}:{lines.get(rule.id, 1)}") for rule in found]
     return tuple(rules)
+
+
+COMPILED = _PACKAGE / "knowledge" / "compiled.json"
+
+
+def _files_key(found_files: list[tuple[str, str]]) -> str:
+    """What `compiled.json` must have been made from: a hash of every rule file's name and text."""
+    digest = hashlib.sha256()
+    for name, text in found_files:
+        digest.update(f"{name}\0{len(text)}\0{text}".encode())
+    return digest.hexdigest()
+
+
+def compiled_knowledge() -> str:
+    """The built-in rule files' data as JSON with the hash of their text, for
+    `knowledge/compiled.json` (`python -m ci_matrix.edges.files` writes it): JSON reads some
+    thirty times faster than the YAML it comes from, and a file that no longer matches the
+    rule files is ignored, never trusted."""
+    found_files = builtin_rule_files()
+    datas = [{"data": _builtin_data(name, text), "lines": _id_lines(text)} for name, text in found_files]
+    compiled = {"key": _files_key(found_files), "files": datas}
+    return json.dumps(compiled, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _compiled(found_files: list[tuple[str, str]]) -> list[tuple[Any, dict[str, int]]] | None:
+    """Each rule file's data and `id:` lines from `compiled.json`, or None where it is
+    missing, unreadable or was made from other texts (a rule file edited since)."""
+    try:
+        compiled = json.loads(COMPILED.read_text(encoding="utf-8"))
+        if compiled["key"] != _files_key(found_files) or len(compiled["files"]) != len(found_files):
+            return None
+        return [(each["data"], dict(each["lines"])) for each in compiled["files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 _ID_LINE = re.compile(r"""^[ \t]*-?[ \t]*id:[ \t]*['"]?([a-z0-9-]+)['"]?\s*$""", re.MULTILINE)
 
 
 def _id_lines(text: str) -> dict[str, int]:
-    """The line of each `id:` in a rule file: the fast path keeps no positions."""
-    return {m[1]: text.count("\n", 0, m.start()) + 1 for m in _ID_LINE.finditer(text)}
+    """The line of each `id:` in a rule file: the fast path keeps no positions (lines are
+    counted from one `id:` to the next, not each from the start of the file)."""
+    lines, line, pos = {}, 1, 0
+    for m in _ID_LINE.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        lines[m[1]] = line
+    return lines
 
 
 def check_file(path: Path) -> list[Problem]:
@@ -327,3 +371,8 @@ def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
         for clause in when if isinstance(when, list) else [when] if isinstance(when, dict) else []:
             names += [str(k) for k in clause if isinstance(clause, dict)]
     return names
+
+
+if __name__ == "__main__":  # python -m ci_matrix.edges.files: rewrite knowledge/compiled.json
+    target = Path(__file__).resolve().parent.parent / "knowledge" / "compiled.json"
+    target.write_text(compiled_knowledge(), encoding="utf-8")
