@@ -142,10 +142,15 @@ _TOLERANT_CHARS = 16  # characters of a literal run the escape-tolerant Set look
 def _literal_run(items: list[Any]) -> list[Any] | None:
     """The longest run of literal characters that every match of ``items`` holds, or None
     when it is shorter than ``_MIN_LITERAL_RUN``."""
+    best = _longest_run(items)
+    return best if len(best) >= _MIN_LITERAL_RUN else None
+
+
+def _longest_run(items: list[Any]) -> list[Any]:
+    """The longest run of literal characters that every match of ``items`` holds."""
     runs: list[list[Any]] = []
     last = _runs(items, runs, [])
-    best = max([*runs, last], key=len)
-    return best if len(best) >= _MIN_LITERAL_RUN else None
+    return max([*runs, last], key=len)
 
 
 def _tolerant_head(items: list[Any]) -> list[Any] | None:
@@ -157,9 +162,7 @@ def _tolerant_head(items: list[Any]) -> list[Any] | None:
     decide), so any part every match holds will do, and a short one keeps its program
     small: the rewrite steps over an escape run after every character, about ten RE2
     instructions each, and over whole patterns the Set held 49 MB at 955 signatures."""
-    runs: list[list[Any]] = []
-    last = _runs(items, runs, [])
-    best = max([*runs, last], key=len)
+    best = _longest_run(items)
     if len(best) >= _MIN_CORE:
         return best[:_TOLERANT_CHARS]
     # No such run: a choice every match goes through will do, each branch by its own head.

@@ -374,5 +374,4 @@ def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
 
 
 if __name__ == "__main__":  # python -m ci_matrix.edges.files: rewrite knowledge/compiled.json
-    target = Path(__file__).resolve().parent.parent / "knowledge" / "compiled.json"
-    target.write_text(compiled_knowledge(), encoding="utf-8")
+    Path(str(COMPILED)).write_text(compiled_knowledge(), encoding="utf-8")
