@@ -103,7 +103,7 @@ def _same(rules: tuple[object, ...]) -> str:
 def test_the_compiled_knowledge_base_is_generated_from_the_rule_files() -> None:
     # Every command reads the built-in rules from it (JSON, some thirty times faster than the YAML).
     current = Path(str(files.COMPILED)).read_text(encoding="utf-8")
-    assert current == files.compiled_knowledge(), "regenerate: python -m ci_matrix.edges.files"
+    _assert_generated(current, files.compiled_knowledge(), "python -m ci_matrix.edges.files")
 
 
 @pytest.mark.parametrize("compiled", ["", "{}", '{"key": "stale", "files": []}', "not json"])
@@ -131,7 +131,21 @@ def test_the_compiled_knowledge_base_gives_the_rules_the_yaml_gives(monkeypatch:
 
 def test_the_rules_page_is_generated_from_the_data() -> None:
     expected = listing(builtin_rules(), "markdown")
-    assert DOCS.read_text(encoding="utf-8") == expected, "regenerate: ci-matrix rules --format markdown > docs/rules.md"
+    _assert_generated(DOCS.read_text(encoding="utf-8"), expected, "ci-matrix rules --format markdown > docs/rules.md")
+
+
+def _assert_generated(current: str, expected: str, command: str) -> None:
+    """Fail, naming the first place they differ, where a generated file is not what ``command``
+    writes (pytest's own diff of two texts of a megabyte runs for many minutes)."""
+    if current == expected:
+        return
+    at = next(
+        (i for i, (a, b) in enumerate(zip(current, expected, strict=False)) if a != b), min(len(current), len(expected))
+    )
+    pytest.fail(
+        f"stale: regenerate with `{command}`; first difference at character {at}: "
+        f"{current[max(0, at - 40) : at + 40]!r} != {expected[max(0, at - 40) : at + 40]!r}"
+    )
 
 
 # How a log reaches ci-matrix besides as the tool printed it: behind a CI system's line prefix,
