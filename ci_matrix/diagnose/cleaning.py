@@ -143,7 +143,11 @@ def clean(raw: bytes, *, at_line_start: bool = True, escapes: bool = True, inden
     # without them, which the escape-tolerant signatures would not see.
     if escapes or indent or b"\x1b" not in data or _few_escapes(data) or _OSC_PROBE.search(data) is not None:
         data = strip_escapes(data)
-        return _dedent(data, indent, at_line_start=at_line_start) if indent else data
+        if not indent:
+            return data
+        # The stamps of a timestamped log pasted as an indented block come after its
+        # indentation: they go once it is taken off.
+        return _strip_stamps(_dedent(data, indent, at_line_start=at_line_start), at_line_start=at_line_start)
     return data
 
 

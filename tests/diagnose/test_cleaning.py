@@ -150,6 +150,15 @@ def test_a_log_indented_as_a_whole_is_dedented_once_for_all_its_pieces() -> None
     assert pieces == b"".join(b"line %d\n  deeper %d\n\n" % (n, n) for n in range(200))
 
 
+def test_a_timestamped_log_pasted_as_an_indented_block_loses_its_stamps_too() -> None:
+    # GitHub's stamps come after the markdown block's indentation: a signature anchored at the
+    # line start (rustc's "error[E0554]:") must see the tool's own line.
+    log = b"".join(b"    2024-05-01T12:34:%02d.1234567Z error[E0554]: line %d\n" % (n % 60, n) for n in range(100))
+    assert cleaning.indentation(log) == 4
+    pieces = b"".join(clean_pieces(io.BytesIO(log), 192))
+    assert pieces == b"".join(b"error[E0554]: line %d\n" % n for n in range(100))
+
+
 def test_a_log_with_one_line_at_its_margin_is_not_dedented() -> None:
     log = b"    Compiling foo\n  --> src/lib.rs\nerror: boom\n    more\n"
     assert cleaning.indentation(log) == 0
