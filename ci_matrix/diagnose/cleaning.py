@@ -366,13 +366,18 @@ def clean_pieces(stream: BinaryIO, chunk_size: int, *, escapes: bool = True) -> 
 
     Each piece ends at a line end, except where one line alone is longer than
     ``chunk_size``: that line is cut into pieces, and only its first piece is
-    treated as a line start. ``escapes`` as for :func:`clean`.
+    treated as a line start. ``escapes`` as for :func:`clean`. The end of the log ends
+    its last line: a log pasted from an issue seldom has a final newline, and a signature
+    that reads a line and its line end (a message, then what cargo printed under it) must
+    still see the last one.
     """
     head = stream.read(HEAD_BYTES)
     indent, at_line_start = indentation(head), True
     for raw in raw_pieces(stream, chunk_size, head=head):
         yield clean(raw, at_line_start=at_line_start, escapes=escapes, indent=indent)
         at_line_start = raw.endswith((b"\n", b"\r"))
+    if not at_line_start:
+        yield b"\n"
 
 
 def raw_pieces(stream: BinaryIO, chunk_size: int, *, head: bytes = b"") -> Iterator[bytes]:

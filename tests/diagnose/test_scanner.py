@@ -126,6 +126,18 @@ def test_caret_means_line_start_and_case_matters_unless_asked(tmp_path: Path) ->
     assert hits["iree-hal#0"].groups["op"] == "interface"
 
 
+@pytest.mark.parametrize("chunk_size", [192, 1 << 23])
+def test_the_end_of_a_log_ends_its_last_line(tmp_path: Path, chunk_size: int) -> None:
+    # A log pasted from an issue seldom ends with a newline; a signature that reads a line and
+    # its line end (cargo's candidates, then what it printed under them) must see the last one.
+    signature = Signature("candidates#0", r"candidate versions found which didn.t match: [^\n]*\n")
+    log = b"x" * 300 + b"\nerror: failed to select a version\ncandidate versions found which didn't match: 1.1.0"
+    path = write(tmp_path, log)
+    with path.open("rb") as stream:
+        hit = Scanner([signature]).scan(stream, chunk_size=chunk_size)["candidates#0"]
+    assert (hit.line, hit.text) == (3, "candidate versions found which didn't match: 1.1.0")
+
+
 @pytest.mark.parametrize("chunk_size", [192, 200, 257, 1000, 4096, 1 << 23])
 @pytest.mark.parametrize("seed", range(6))
 def test_any_chunk_size_gives_the_whole_log_answer(tmp_path: Path, seed: int, chunk_size: int):
