@@ -50,24 +50,30 @@ _OSC_PROBE = re2.compile(rb"\x1b[\]_]")
 # - an ISO 8601 stamp: GitHub Actions and Azure Pipelines ("2024-05-01T12:34:56.1234567Z "),
 #   kubectl --timestamps, GitLab's runner 17+ with its stream marker ("...Z 00O ", "...Z 01E+"),
 #   Jenkins' timestamper in brackets ("[2024-05-01T12:34:56.123Z] "), a space for the T;
-# - a clock time, bare or in brackets ("12:34:56 ", "[12:34:56.789] ");
-# - Docker BuildKit's plain progress, step and seconds ("#8 12.345 ");
+# - a clock time, bare or in brackets ("12:34:56 ", "[12:34:56.789] "), and the two spaces
+#   Jenkins' timestamper puts after its clock ("10:10:05  + make");
+# - Docker BuildKit's plain progress, step and seconds ("#8 12.345 "), and the seconds alone on
+#   the failed step's lines that its error summary repeats ("0.886 error: failed to parse ...");
 # - pytest's mark on the lines of a failure's exception ("E   ", "E       ": the indent of its
 #   source line less one), where a build run from a test (a CompilerToolError, a
 #   CalledProcessError with its output) prints the tool's lines;
 # - a markdown quote ("> "), as a log quoted in an issue or a reply arrives.
 # Each form starts with a digit, '[', '#', 'E' or '>' and is bounded, so a failed try costs a few steps.
+# The second space after a clock goes only before a line's text: "12:34:56 " then an indented
+# line keeps its indentation (the probe, which only tells whether to look, reads it as optional).
+_JENKINS_SPACE = rb"(?: (?=[^ \n]))?"
 _STAMP_BODY = (
     rb"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?(?: \d\d[OE][+ ]| )"
-    rb"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? "
+    rb"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? " + _JENKINS_SPACE +
     rb"|#\d{1,5} \d{1,6}\.\d{1,3} "
+    rb"|\d{1,6}\.\d{3} "
     rb"|E   (?:    )?"
     rb"|> ){1,4}"
 )
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
 # RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
-_STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY)
+_STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
 # A line that starts with something other than a space: almost every piece has one at once, and
 # is then not indented as a whole (see _dedent). _INDENT: a line's spaces before its text.
 _UNINDENTED_LINE = re2.compile(rb"(?m)^[^ \n]")

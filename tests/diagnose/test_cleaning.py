@@ -110,6 +110,7 @@ def test_a_tiny_chunk_size_is_refused() -> None:
         b"12:34:56 ",
         b"[12:34:56.789] ",
         b"#12 3.456 ",  # Docker BuildKit, plain progress
+        b"0.886 ",  # Docker BuildKit's error summary: the failed step's lines, with their seconds
         b"> ",  # a markdown quote
         b"E       ",  # pytest's mark on a failure's exception lines
         b"E   ",
@@ -122,8 +123,14 @@ def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> No
     assert clean(prefix + raw) == b"first\nerror: boom\n  --> src/main.rs:1:1\n"
 
 
+def test_jenkins_clock_and_its_two_spaces_go_before_a_line_s_text() -> None:
+    # the timestamper's clock, then two spaces; an indented line keeps all but one of its own
+    raw = b"10:10:05  + make\n10:10:06  error: boom\n12:34:56   --> src/main.rs:1:1\n"
+    assert clean(raw) == b"+ make\nerror: boom\n  --> src/main.rs:1:1\n"
+
+
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
-    raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
+    raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n3.14 pi\n1.5s\n"
     assert clean(raw) == raw
 
 
