@@ -74,6 +74,12 @@ _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
 # RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
 _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
+# A line a person set in markdown bold ("**/__w/_temp/....sh: 2: nvidia-smi: not found**", an
+# error line pasted outside a code block) reads without the marks; a banner of asterisks ("*** Check
+# failure stack trace: ***", "*****") has a third one and stays. RE2 tells in one pass whether a
+# piece has such a line at all.
+_BOLD_PROBE = re2.compile(rb"(?m)^\*\*[^*\n]")
+_BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # A line that starts with something other than a space: almost every piece has one at once, and
 # is then not indented as a whole (see _dedent). _INDENT: a line's spaces before its text.
 _UNINDENTED_LINE = re2.compile(rb"(?m)^[^ \n]")
@@ -256,14 +262,17 @@ def count_newlines(data: bytes, start: int = 0) -> int:
 
 
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
-    """Drop the stamps and prefixes (see _STAMP_BODY) from every line that has them."""
+    """Drop the stamps and prefixes (see _STAMP_BODY) from every line that has them, and the
+    bold marks around a line (see _BOLD_LINE)."""
     if at_line_start:
         first = _STAMP_AT_START.match(data)
         if first is not None:
             data = data[first.end() :]
-    if _STAMP_PROBE.search(data) is None:
-        return data
-    return _STAMP_AFTER_NEWLINE.sub(b"\n", data)
+    if _STAMP_PROBE.search(data) is not None:
+        data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
+    if _BOLD_PROBE.search(data) is not None:
+        data = _BOLD_LINE.sub(rb"\1", data)
+    return data
 
 
 def indentation(head: bytes) -> int:

@@ -129,6 +129,16 @@ def test_jenkins_clock_and_its_two_spaces_go_before_a_line_s_text() -> None:
     assert clean(raw) == b"+ make\nerror: boom\n  --> src/main.rs:1:1\n"
 
 
+def test_a_line_set_in_markdown_bold_reads_without_the_marks() -> None:
+    # an error line pasted outside a code block and set in bold; banners of asterisks stay
+    raw = b"**/__w/_temp/x.sh: 2: nvidia-smi: not found**\n> **Error: boom** \n"
+    raw += b"*** Check failure stack trace: ***\n**********CUDA**********\nmake: *** [a.o] Error 1\n"
+    assert clean(raw) == (
+        b"/__w/_temp/x.sh: 2: nvidia-smi: not found\nError: boom\n"
+        b"*** Check failure stack trace: ***\n**********CUDA**********\nmake: *** [a.o] Error 1\n"
+    )
+
+
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
     raw += b"3.14 pi\n1.5s\n"
