@@ -76,9 +76,10 @@ _STAMP_AT_START = re.compile(_STAMP_BODY)
 _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
 # A line a person set in markdown bold ("**/__w/_temp/....sh: 2: nvidia-smi: not found**", an
 # error line pasted outside a code block) reads without the marks; a banner of asterisks ("*** Check
-# failure stack trace: ***", "*****") has a third one and stays. RE2 tells in one pass whether a
-# piece has such a line at all.
-_BOLD_PROBE = re2.compile(rb"(?m)^\*\*[^*\n]")
+# failure stack trace: ***", "*****") has a third one and stays. Most pieces hold no asterisk at
+# all (memchr: microseconds); one that does asks RE2 for a line that starts with "**" (a third
+# of a millisecond for 2 MiB, where a "(?m)^" pattern is read byte by byte: 6 ms).
+_BOLD_PROBE = re2.compile(rb"\n\*\*[^*\n]")
 _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # A line that starts with something other than a space: almost every piece has one at once, and
 # is then not indented as a whole (see _dedent). _INDENT: a line's spaces before its text.
@@ -270,7 +271,7 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
             data = data[first.end() :]
     if _STAMP_PROBE.search(data) is not None:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
-    if _BOLD_PROBE.search(data) is not None:
+    if b"*" in data and (data.startswith(b"**") or _BOLD_PROBE.search(data) is not None):
         data = _BOLD_LINE.sub(rb"\1", data)
     return data
 
