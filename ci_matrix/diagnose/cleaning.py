@@ -5,11 +5,14 @@ and a log from a pull request may hold anything: invalid UTF-8, NUL bytes, a 100
 Cleaning makes signatures match what a person sees, and cutting the stream into pieces of
 at most ``chunk_size`` bytes keeps memory bounded whatever the log holds.
 
-The two fixed patterns below use Python's ``re`` because its ``sub`` runs in C, where
-google-re2's Python ``sub`` loops in Python per match (too slow for a coloured log of
-millions of escapes). Both are safe on untrusted input: every repetition is bounded and
-each one is followed by a byte it cannot contain, so a failed attempt costs a bounded
-number of steps and the total stays linear. Signatures themselves only ever run on RE2.
+The fixed patterns below that rewrite text use Python's ``re`` because its ``sub`` runs in
+C, where google-re2's Python ``sub`` loops in Python per match (too slow for a coloured log
+of millions of escapes). They are safe on untrusted input. In the escape and stamp patterns
+every repetition is bounded and each one is followed by a byte it cannot contain, so a
+failed attempt costs a bounded number of steps. The bold-line pattern has one unbounded run,
+to the end of a line that starts with "**": a failed try walks back over that line once,
+and only such lines are tried. The total stays linear. Signatures themselves only ever run
+on RE2.
 """
 
 from __future__ import annotations
