@@ -44,6 +44,12 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     ("-- Found CUDA: /usr/local/cuda (found version \"8.0\") ", {"cuda-version": "8.0"}),
     ("/usr/local/cuda-9.0/bin/nvcc -M -D__CUDACC__ k.cu", {"cuda-version": "9.0"}),
     ("1 error(s) generated when compiling for gfx906.", {"gpu-runtime": "hip"}),
+    # a ROCm run that prints CUDA's words: ggml's device list, a PyTorch ROCm wheel's version
+    ("ggml_cuda_init: found 1 ROCm devices:", {"gpu-runtime": "hip"}),
+    ("PyTorch version: 2.1.0+rocm5.6", {"gpu-runtime": "hip"}),
+    # torch-mlir's own pipeline, run by an older SHARK importer before any IREE step
+    ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
+     {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
 ])
 def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
