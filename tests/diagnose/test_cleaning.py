@@ -139,6 +139,21 @@ def test_a_line_set_in_markdown_bold_reads_without_the_marks() -> None:
     )
 
 
+def test_digits_a_job_page_linked_to_a_line_read_as_the_digits() -> None:
+    # a log copied from a job's page on GitHub or Gitea and pasted into an issue: digits in the
+    # text became links to a line of the step; other links and brackets stay
+    raw = (
+        b"exit code [12](https://github.com/o/r/runs/5585057436?check_suite_focus=true#step:2:12)8\n"
+        b"GLIBCXX_[3](https://github.com/o/r/actions/runs/9807280807/job/27080810941#step:8:3).4.20' not found\n"
+        b"::error::The version '[3](https://git.example:50443/o/r/actions/runs/6#jobstep-2-3).12.0' was not found\n"
+        b"see [12](https://github.com/o/r/issues/12) and [x](https://e.org/#step:1:2) [1] (https://a#step:1:1)\n"
+    )
+    assert clean(raw) == (
+        b"exit code 128\nGLIBCXX_3.4.20' not found\n::error::The version '3.12.0' was not found\n"
+        b"see [12](https://github.com/o/r/issues/12) and [x](https://e.org/#step:1:2) [1] (https://a#step:1:1)\n"
+    )
+
+
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
     raw += b"3.14 pi\n1.5s\n"
