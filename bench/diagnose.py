@@ -357,7 +357,7 @@ def main() -> None:
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=40,
-                        help="size of each log (MiB); at 200, grep with the whole knowledge base runs for minutes per pass")
+                        help="size of each log (MiB); at 200, grep with every signature takes minutes per pass")
     parser.add_argument("--repeat", type=int, default=5, help="paired runs (scan, grep) per log; medians kept")
     parser.add_argument("--chunk-mb", type=int, default=2, help="scanner chunk size (MiB)")
     parser.add_argument("--seed", type=int, default=7)
