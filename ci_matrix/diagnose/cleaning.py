@@ -9,7 +9,9 @@ The fixed patterns below that rewrite text use Python's ``re`` because its ``sub
 C, where google-re2's Python ``sub`` loops in Python per match (too slow for a coloured log
 of millions of escapes). They are safe on untrusted input. In the escape and stamp patterns
 every repetition is bounded and each one is followed by a byte it cannot contain, so a
-failed attempt costs a bounded number of steps. The bold-line pattern has one unbounded run,
+failed attempt costs a bounded number of steps. The linked-digits pattern's URL run is
+bounded too (2,048 bytes) and stops at a blank, a parenthesis or a bracket, which every link
+start holds. The bold-line pattern has one unbounded run,
 to the end of a line that starts with "**": a failed try walks back over that line once,
 and only such lines are tried. The total stays linear. Signatures themselves only ever run
 on RE2.

@@ -47,12 +47,12 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     # a ROCm run that prints CUDA's words: ggml's device list, a PyTorch ROCm wheel's version
     ("ggml_cuda_init: found 1 ROCm devices:", {"gpu-runtime": "hip"}),
     ("PyTorch version: 2.1.0+rocm5.6", {"gpu-runtime": "hip"}),
-    ("torch-mlir-opt -pass-pipeline='builtin.module(torchdynamo-export-to-torch-backend-pipeline)' t.mlir",
-     {"mlir-tool": "torch-mlir"}),
     # upstream MLIR's own driver and Intel's IMEX: not IREE's pipeline
     ("mlir-opt -convert-spirv-to-llvm test.mlir", {"mlir-tool": "other-mlir"}),
     ("`bin/imex-opt -imex-convert-gpu-to-spirv` on the below IR fails", {"mlir-tool": "other-mlir"}),
-    # torch-mlir's own pipeline, run by an older SHARK importer before any IREE step
+    # torch-mlir's own pipeline, run by torch-mlir-opt or an older SHARK importer before any IREE step
+    ("torch-mlir-opt -pass-pipeline='builtin.module(torchdynamo-export-to-torch-backend-pipeline)' t.mlir",
+     {"mlir-tool": "torch-mlir"}),
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
