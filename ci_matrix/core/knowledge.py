@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ci_matrix.core.conditions import Clause, ConditionError, Conditions, as_text, compile_clause
@@ -72,6 +72,16 @@ class Rule:
     recheck_after: dt.date | None
     fixtures: tuple[Fixture, ...]
     origin: str  # file:line where the rule is written
+
+    def __hash__(self) -> int:
+        # The generated hash walks every field down to each fixture on every call, and the
+        # knowledge base is hashed whole (a tuple of its rules) as a cache key on every scan:
+        # kept once computed, as the fields never change.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def kind(self) -> str:

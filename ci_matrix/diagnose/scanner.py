@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
@@ -107,6 +107,7 @@ class Scanner:
     def __init__(self, signatures: Sequence[Signature]) -> None:
         """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
         self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
+        self._order = {c.key: index for index, c in enumerate(self._compiled)}
         self._set = _compile_set([f"(?m){c.plain}" for c in self._compiled])
         # Escapes stay in a piece only where every signature can step over them.
         self._lazy = all(c.tolerant is not None for c in self._compiled)
@@ -128,7 +129,7 @@ class Scanner:
         """
         if context < 0:
             raise ValueError("context must not be negative")
-        run = _Run(self._compiled, context)
+        run = _Run(self._compiled, context, self._order)
         overlap = min(OVERLAP_BYTES, chunk_size)
         # Three steps per buffer, each on its own thread where it can run beside the others:
         # the main thread cleans buffer n+1 (in _buffers) and locates in buffer n-1; one
@@ -278,8 +279,9 @@ class _Run:
     ``_PENDING_BUFFERS`` buffers are held for this; past that the oldest is settled early.
     """
 
-    def __init__(self, compiled: Sequence[_Compiled], context: int) -> None:
+    def __init__(self, compiled: Sequence[_Compiled], context: int, order: Mapping[str, int]) -> None:
         self._compiled = compiled
+        self._order = order  # signature key -> its place among the signatures
         self._context = context
         self._counts: dict[str, int] = {}
         self._found: dict[str, Found] = {}
@@ -410,7 +412,6 @@ class _Run:
         """Return the final hits, in the order of the signatures."""
         self._settle()
         return {
-            sig.key: dataclasses.replace(self._found[sig.key].hit, count=self._counts[sig.key])
-            for sig in self._compiled
-            if sig.key in self._found
+            key: dataclasses.replace(self._found[key].hit, count=self._counts[key])
+            for key in sorted(self._found, key=self._order.__getitem__)
         }

@@ -30,6 +30,8 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 STUBS = Path(__file__).resolve().parent / "act-stubs"
+#: Folders of the repository that no workflow reads, left out of the copy act checks out.
+UNREAD = ("tests/corpus/",)
 SLUG = "acme/ci-matrix-e2e"
 PR_NUMBER = 7
 HEAD_SHA = "1111111111111111111111111111111111111111"
@@ -99,7 +101,11 @@ def _git(cwd: Path, *args: str) -> None:
 
 def _copy_repo(dest: Path) -> None:
     """The working tree as act would see it in a checkout: tracked and untracked, not ignored files;
-    committed in a fresh repository whose `origin` gives act GITHUB_REPOSITORY."""
+    committed in a fresh repository whose `origin` gives act GITHUB_REPOSITORY.
+
+    Left out: the real-log corpus (tests/corpus), which no workflow reads. act's checkout copies
+    every file of the repository, .git included, for each job (seconds per thousand files on
+    this machine), so the commit is also packed rather than left as one loose object a file."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -108,6 +114,8 @@ def _copy_repo(dest: Path) -> None:
         timeout=60,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
+        if name.startswith(UNREAD):
+            continue
         source = REPO / name
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -115,6 +123,7 @@ def _copy_repo(dest: Path) -> None:
     _git(dest, "init", "-q", "-b", "main")
     _git(dest, "add", "-A")
     _git(dest, "commit", "-q", "-m", "e2e")
+    _git(dest, "gc", "-q", "--prune=now")
     _git(dest, "remote", "add", "origin", f"https://github.com/{SLUG}")
 
 
