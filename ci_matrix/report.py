@@ -34,6 +34,7 @@ NAME_LIMIT = 120  # characters of an ignored file's name
 _REACHED_BY = {
     "signature": "matched by its log signature",
     "signature+evidence": "matched by its log signature and the cell's evidence",
+    "fallback": "matched by a line that is often only noise: nothing else in the log explains the failure",
     "configuration": "matched by the cell's configuration: this failure leaves no telltale log line",
 }
 _CONFIDENCE = ("high", "medium", "low")

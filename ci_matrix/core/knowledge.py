@@ -45,6 +45,13 @@ class Diagnosis:
     refines: tuple[str, ...] = ()  # generic failures this rule explains when its scope holds
     unless: Conditions | None = None  # facts that rule it out when known (unknown: no effect)
     generic: bool = False  # many causes: named only when no specific rule explains the failure
+    # lines often printed where this failure is not the cause: named only where nothing else is
+    fallback: tuple[str, ...] = ()
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """Every log pattern, signatures then fallback signatures: a hit's key `rule#i` indexes it."""
+        return (*self.signatures, *self.fallback)
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,7 @@ class _RuleReader:
                       "the facts that tell its cause apart")
         return Diagnosis(
             signatures=tuple(str(s) for s in spec.get("signatures", [])),
+            fallback=tuple(str(s) for s in spec.get("fallback-signatures", [])),
             scope=self.conditions(spec.get("scope"), ("diagnosis", "scope")),
             explanation=str(spec["explanation"]).strip(),
             fix=str(spec["fix"]).strip(),

@@ -23,6 +23,8 @@ def rule_record(rule: Rule) -> dict[str, Any]:
         }
     if rule.diagnosis is not None:
         record["signatures"] = list(rule.diagnosis.signatures)
+        if rule.diagnosis.fallback:
+            record["fallback-signatures"] = list(rule.diagnosis.fallback)
     record["references"] = list(rule.references)
     record["origin"] = rule.origin
     return record

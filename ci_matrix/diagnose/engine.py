@@ -91,12 +91,13 @@ class Diagnosis:
 
 
 def signatures(rules: Iterable[Rule]) -> list[Signature]:
-    """Every log signature of the knowledge base, keyed `rule-id#index`."""
+    """Every log signature of the knowledge base, fallback signatures included, keyed
+    `rule-id#index` (an index into the rule's `Diagnosis.patterns`)."""
     return [
         Signature(f"{rule.id}#{i}", pattern)
         for rule in rules
         if rule.diagnosis is not None
-        for i, pattern in enumerate(rule.diagnosis.signatures)
+        for i, pattern in enumerate(rule.diagnosis.patterns)
     ]
 
 
@@ -135,6 +136,8 @@ def diagnose(
             config = _from_config(rule, facts)
             if config is not None:
                 found[rule.id] = config
+    if any(f.reached_by != "fallback" for f in found.values()):  # the usual noise, where something explains it
+        found = {rule_id: f for rule_id, f in found.items() if f.reached_by != "fallback"}
     ordered = sorted(found.values(), key=lambda f: f.rank, reverse=True)
     kept_out = tuple(r for rule_id, r in sorted(ruled_out.items()) if rule_id not in found)
     return Diagnosis(cell, "failed", exit_code, tuple(ordered), evidence=tuple(facts.read_from_log()),
@@ -150,8 +153,10 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
     against = _ruling_out(rule, facts)
     if against is not None:
         return RuledOut(rule.id, hit.line, against)
-    pattern = rule.diagnosis.signatures[int(hit.key.rpartition("#")[2])]
-    confidence = 2 if verdict.truth is Truth.HOLDS else 1
+    index = int(hit.key.rpartition("#")[2])
+    pattern = rule.diagnosis.patterns[index]
+    fallback = index >= len(rule.diagnosis.signatures)
+    confidence = 0 if fallback else 2 if verdict.truth is Truth.HOLDS else 1
     return replace(
         _base(rule),
         matched_by="log",
@@ -163,7 +168,8 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
         groups=dict(hit.groups),
         count=hit.count,
         rank=_rank(rule, confidence, scoped=scope is not None, pattern=len(pattern), line=hit.line),
-        reached_by="signature+evidence" if scope is not None and verdict.truth is Truth.HOLDS else "signature",
+        reached_by="fallback" if fallback
+        else "signature+evidence" if scope is not None and verdict.truth is Truth.HOLDS else "signature",
         confidence=CONFIDENCE[confidence],
         evidence=_evidence_of(verdict.facts, facts) if verdict.truth is Truth.HOLDS else (),
         unknown=verdict.facts if verdict.truth is Truth.UNKNOWN else (),

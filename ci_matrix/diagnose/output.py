@@ -117,6 +117,7 @@ def render_text(diagnosis: Diagnosis) -> str:
 REACHED = {
     "signature": "its log signature",
     "signature+evidence": "a log signature, confirmed by the facts below",
+    "fallback": "a line that is often only noise, named because nothing else in the log explains the failure",
     "configuration": "the cell's configuration alone (this failure leaves no telltale log line)",
 }
 _SHOWN = 160  # characters of an evidence line shown in text and annotations

@@ -1,0 +1,82 @@
+"""Fallback signatures: a line that is often printed where its failure is not the cause (a
+warning the program goes on after) names its rule only where nothing else explains the log.
+
+Driven through `ci-matrix diagnose --manifest` with a project rule file, as a project would
+write one, and checked against schemas/diagnosis.schema.json, which the report reads.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RULES = """\
+rules:
+  - id: plugin-not-loaded
+    title: "The plugin's compiled extension did not load"
+    domain: cuda
+    diagnosis:
+      signatures:
+        - 'plugin ops are unavailable: no compiled extension'
+      fallback-signatures:
+        - 'WARNING\\[PLUGIN\\]: cannot load the compiled extension'
+      explanation: The compiled extension was built for another torch.
+      fix: Reinstall the plugin for the installed torch.
+    references: [https://example.invalid/plugin/1]
+"""
+
+WARNING = "WARNING[PLUGIN]: cannot load the compiled extension (built for torch 2.2.0+cu121, you have 2.2.0+cpu)\n"
+
+
+def diagnose(tmp_path: Path, log: str) -> dict:
+    (tmp_path / "rules.yml").write_text(RULES, encoding="utf-8")
+    (tmp_path / "ci-matrix.yml").write_text(
+        "builds:\n  app:\n    platforms: [linux-x86_64]\n    run: python app.py\nrules: [rules.yml]\n", encoding="utf-8"
+    )
+    (tmp_path / "build.log").write_text(log, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "ci_matrix", "diagnose", str(tmp_path / "build.log"), "--manifest",
+         str(tmp_path / "ci-matrix.yml"), "--format", "json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    record = json.loads(done.stdout)
+    schema = json.loads((ROOT / "ci_matrix" / "schemas" / "diagnosis.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(record, schema)
+    return record
+
+
+def test_the_warning_alone_names_its_rule_with_low_confidence(tmp_path: Path) -> None:
+    found = diagnose(tmp_path, "loading model\n" + WARNING + "Traceback (most recent call last):\nKilled\n")["findings"]
+    assert [(f["rule"], f["reached-by"], f["confidence"]) for f in found] == [("plugin-not-loaded", "fallback", "low")]
+
+
+def test_the_warning_beside_a_known_failure_is_left_out(tmp_path: Path) -> None:
+    log = WARNING + "OSError: [Errno 28] No space left on device\n"
+    rules = [f["rule"] for f in diagnose(tmp_path, log)["findings"]]
+    assert rules and "plugin-not-loaded" not in rules
+
+
+@pytest.mark.parametrize("order", ["warning first", "warning last"])
+def test_the_rules_own_signature_outranks_its_fallback(tmp_path: Path, order: str) -> None:
+    failure = "NotImplementedError: plugin ops are unavailable: no compiled extension\n"
+    log = WARNING + failure if order == "warning first" else failure + WARNING
+    found = diagnose(tmp_path, log)["findings"]
+    assert [(f["rule"], f["reached-by"]) for f in found] == [("plugin-not-loaded", "signature")]
+
+
+def test_the_text_output_says_the_line_is_often_noise(tmp_path: Path) -> None:
+    diagnose(tmp_path, WARNING)
+    done = subprocess.run(
+        [sys.executable, "-m", "ci_matrix", "diagnose", str(tmp_path / "build.log"), "--manifest",
+         str(tmp_path / "ci-matrix.yml")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert "low confidence: a line that is often only noise" in done.stdout
