@@ -56,6 +56,9 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
+    # cargo's resolver on the sparse index adds the vendoring hint (rust-lang/cargo#12802): cargo 1.68 or newer
+    ("location searched: crates.io index\nrequired by package `app v0.1.0 (/w/app)`\n"
+     "perhaps a crate was updated and forgotten to be re-vendored?", {"cargo-min-version": "1.68.0"}),
 ])
 def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
     extractors = files.extractors()
