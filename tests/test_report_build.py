@@ -51,6 +51,15 @@ def test_enums_are_shown_evidence_only_in_a_code_block(cells: Any) -> None:
     assert f"[❌](#{anchor_name(stable)})" in report.sections[0] and beta not in report.sections[1]
 
 
+def test_a_fallback_finding_says_its_line_is_often_noise(cells: Any) -> None:
+    stable = cells.cells[0].id
+    finding = _finding(**{"reached-by": "fallback", "confidence": "low"})
+    report = build_report(accept([("a.json", _record(stable, findings=[finding]))], cells,
+                                 trusted_builtin_rules()), cells, "")
+    assert (f"**`{stable}`**: matched by a line that is often only noise: nothing else in the log explains the "
+            "failure (confidence: low)") in report.sections[1]
+
+
 @pytest.mark.parametrize("value", [EVIL, [EVIL], {"x": EVIL}])
 def test_a_value_outside_an_enum_is_not_shown(cells: Any, value: Any) -> None:
     stable = cells.cells[0].id
