@@ -36,3 +36,12 @@ def test_diagnose_benchmark_prints_scan_and_grep_for_every_log(tmp_path: Path) -
     for figure in ("scan / grep on the normal log", "peak memory of a scan", "adversarial / normal scan time"):
         assert figure in out
     assert {p.name for p in tmp_path.iterdir()} >= {"normal.log", "adversarial.log", "patterns.ere"}
+
+
+def test_fixtures_benchmark_prints_both_trees_and_their_ratio() -> None:
+    root = BENCH.parent
+    out = run_bench(str(BENCH / "fixtures.py"), "--logs", "20", "--runs", "1", "--baseline-tree", str(root))
+    lines = out.splitlines()
+    assert lines[0].startswith("diagnosis of 20 fixture logs") and "milliseconds per log" in lines[0]
+    assert lines[1].lstrip().startswith("tree") and lines[2].lstrip().startswith("before")
+    assert lines[3].lstrip().startswith("tree / before: ")

@@ -1,0 +1,87 @@
+"""What diagnosing a short log costs: `ci-matrix rules test`'s work, and `ci-matrix diagnose`'s on
+a pasted excerpt, where the scan is short and the per-log work around it counts.
+
+    python bench/fixtures.py [--logs 600] [--runs 7] [--baseline-tree DIR]
+
+The logs are the knowledge base's own fixture files (the first N, in a fixed order), the
+same files for every variant. Each run is a fresh subprocess that loads its tree's knowledge
+base, compiles its scanner with one diagnosis, then times the diagnosis of every log
+(`edges.logs.diagnose_log`, as `rules test` and `diagnose` call it). The variants run
+alternately (A, B, A, B, ...) and the medians of the milliseconds per log are compared:
+- `tree`: this checkout;
+- `before` (with --baseline-tree, e.g. an export of an earlier commit): that checkout's code and
+  knowledge base.
+Informational: no target (the knowledge base grows between trees; compare like with like).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "ci_matrix" / "knowledge" / "fixtures"
+
+_WORKER = """
+import io, sys, time
+from pathlib import Path
+from ci_matrix.edges import files, logs
+rules = files.trusted_builtin_rules()
+platforms = files.catalog().platforms
+datas = [Path(p).read_bytes() for p in Path(sys.argv[1]).read_text(encoding="utf-8").splitlines()]
+logs.diagnose_log(io.BytesIO(datas[0]), rules, None, platforms, exit_code=1)  # compiles the scanner
+start = time.perf_counter()
+for data in datas:
+    logs.diagnose_log(io.BytesIO(data), rules, None, platforms, exit_code=1)
+print((time.perf_counter() - start) / len(datas) * 1000)
+"""
+
+
+def fixture_logs(count: int) -> list[Path]:
+    """The first `count` fixture logs of this tree, in a fixed order."""
+    return sorted(FIXTURES.glob("*/*.log"))[:count]
+
+
+def ms_per_log(tree: Path, listing: Path) -> float:
+    """One timed pass in a fresh interpreter whose ci_matrix comes from `tree`."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", _WORKER, str(listing)], env=env, cwd=tree,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return float(done.stdout.split()[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--logs", type=int, default=600, help="fixture logs diagnosed in each run")
+    parser.add_argument("--runs", type=int, default=7, help="paired runs of each variant")
+    parser.add_argument("--baseline-tree", type=Path, default=None, help="checkout to compare with")
+    args = parser.parse_args(argv)
+    paths = fixture_logs(args.logs)
+    variants = [("tree", ROOT)]
+    if args.baseline_tree is not None:
+        variants.append(("before", args.baseline_tree.resolve()))
+    with tempfile.TemporaryDirectory() as tmp:
+        listing = Path(tmp) / "logs.txt"
+        listing.write_text("\n".join(str(p) for p in paths), encoding="utf-8")
+        times: dict[str, list[float]] = {name: [] for name, _ in variants}
+        for _ in range(args.runs):
+            for name, tree in variants:
+                times[name].append(ms_per_log(tree, listing))
+    size = sum(p.stat().st_size for p in paths) / len(paths)
+    print(f"diagnosis of {len(paths)} fixture logs (mean {size / 1024:.1f} KiB), median of {args.runs} paired runs "
+          "(milliseconds per log):")
+    medians = {name: statistics.median(values) for name, values in times.items()}
+    for name, values in times.items():
+        print(f"  {name:<7} {medians[name]:7.2f}   runs: {' '.join(f'{v:.2f}' for v in values)}")
+    if "before" in medians:
+        print(f"  tree / before: {medians['tree'] / medians['before']:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
