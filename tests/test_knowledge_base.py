@@ -175,6 +175,7 @@ POSTED_FORMS = {
         b"[2024-05-01T12:34:56.123Z] ",
         b"2026-09-30T19:38:19.213893Z 00O ",
         b"12:34:56 ",
+        b"(RayTrainWorker pid=4121, ip=10.0.0.5) ",
     ),
     "quoted": _prefixed(b"> "),
     "indented": _prefixed(b"    "),

@@ -62,8 +62,10 @@ _OSC_PROBE = re2.compile(rb"\x1b[\]_]")
 # - pytest's mark on the lines of a failure's exception ("E   ", "E       ": the indent of its
 #   source line less one), where a build run from a test (a CompilerToolError, a
 #   CalledProcessError with its output) prints the tool's lines;
-# - a markdown quote ("> "), as a log quoted in an issue or a reply arrives.
-# Each form starts with a digit, '[', '#', 'E' or '>' and is bounded, so a failed try costs a few steps.
+# - a markdown quote ("> "), as a log quoted in an issue or a reply arrives;
+# - Ray's prefix on what a worker process printed ("(pid=4121) ", "(RayTrainWorker pid=4121,
+#   ip=10.0.0.5) "), where a distributed training job's NCCL or CUDA lines arrive.
+# Each form starts with a digit, '[', '#', 'E', '>' or '(' and is bounded, so a failed try costs a few steps.
 # The second space after a clock goes only before a line's text: "12:34:56 " then an indented
 # line keeps its indentation (the probe, which only tells whether to look, reads it as optional).
 _JENKINS_SPACE = rb"(?: (?=[^ \n]))?"
@@ -73,7 +75,8 @@ _STAMP_BODY = (
     rb"|#\d{1,5} \d{1,6}\.\d{1,3} "
     rb"|\d{1,6}\.\d{3} "
     rb"|E   (?:    )?"
-    rb"|> ){1,4}"
+    rb"|> "
+    rb"|\((?:[A-Za-z_][\w.]{0,63} )?pid=\d{1,9}(?:, ip=[0-9a-f.:]{3,39})?\) ){1,4}"
 )
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)

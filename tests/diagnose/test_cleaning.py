@@ -116,6 +116,9 @@ def test_a_tiny_chunk_size_is_refused() -> None:
         b"E   ",
         b"> > ",
         b"2024-05-01T12:34:56.1234567Z #8 12.34 ",  # docker build inside a GitHub job
+        b"(pid=4121) ",  # Ray: what a worker process printed
+        b"(RayTrainWorker pid=4121, ip=10.0.0.5) ",
+        b"2024-05-01T12:34:56.1234567Z (TaskRunner pid=77) ",  # a Ray job inside a GitHub job
     ],
 )
 def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> None:
@@ -156,7 +159,7 @@ def test_digits_a_job_page_linked_to_a_line_read_as_the_digits() -> None:
 
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
-    raw += b"3.14 pi\n1.5s\n"
+    raw += b"3.14 pi\n1.5s\n(pid=12)\n(pid 12) exited\n(two words pid=12) x\n"
     assert clean(raw) == raw
 
 
