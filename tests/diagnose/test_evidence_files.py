@@ -47,9 +47,15 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     # a ROCm run that prints CUDA's words: ggml's device list, a PyTorch ROCm wheel's version
     ("ggml_cuda_init: found 1 ROCm devices:", {"gpu-runtime": "hip"}),
     ("PyTorch version: 2.1.0+rocm5.6", {"gpu-runtime": "hip"}),
+    # a PyTorch build for Intel GPUs (intel/torch-xpu-ops#4127)
+    ("torch                        2.13.0.dev20260607+xpu", {"gpu-runtime": "xpu"}),
+    ("Is XPU available: True", {"gpu-runtime": "xpu"}),
     # upstream MLIR's own driver and Intel's IMEX: not IREE's pipeline
     ("mlir-opt -convert-spirv-to-llvm test.mlir", {"mlir-tool": "other-mlir"}),
     ("`bin/imex-opt -imex-convert-gpu-to-spirv` on the below IR fails", {"mlir-tool": "other-mlir"}),
+    # CIRCT's SystemVerilog front end and its dialects (llvm/circt#7472, #10185)
+    ("dff.sv:6:18: error: failed to legalize operation 'moore.variable'", {"mlir-tool": "other-mlir"}),
+    ("circt-verilog --ir-hw minimal_testcase.sv | arcilator", {"mlir-tool": "other-mlir"}),
     # torch-mlir's own pipeline, run by torch-mlir-opt or an older SHARK importer before any IREE step
     ("torch-mlir-opt -pass-pipeline='builtin.module(torchdynamo-export-to-torch-backend-pipeline)' t.mlir",
      {"mlir-tool": "torch-mlir"}),
