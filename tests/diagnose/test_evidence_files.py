@@ -44,6 +44,8 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     ("-- Found CUDA: /usr/local/cuda (found version \"8.0\") ", {"cuda-version": "8.0"}),
     ("/usr/local/cuda-9.0/bin/nvcc -M -D__CUDACC__ k.cu", {"cuda-version": "9.0"}),
     ("1 error(s) generated when compiling for gfx906.", {"gpu-runtime": "hip"}),
+    ("1 error generated when compiling for gfx803.", {"gpu-runtime": "hip"}),
+    ("/home/u/rocm/rocm-4.0.1/bin/hipcc -c k.cpp", {"gpu-runtime": "hip"}),
     # a ROCm run that prints CUDA's words: ggml's device list, a PyTorch ROCm wheel's version
     ("ggml_cuda_init: found 1 ROCm devices:", {"gpu-runtime": "hip"}),
     ("PyTorch version: 2.1.0+rocm5.6", {"gpu-runtime": "hip"}),
@@ -56,6 +58,11 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     # CIRCT's SystemVerilog front end and its dialects (llvm/circt#7472, #10185)
     ("dff.sv:6:18: error: failed to legalize operation 'moore.variable'", {"mlir-tool": "other-mlir"}),
     ("circt-verilog --ir-hw minimal_testcase.sv | arcilator", {"mlir-tool": "other-mlir"}),
+    # HEIR's secret dialect and TensorFlow's kernel generator (google/heir#2669, tensorflow/tensorflow#43556)
+    ("}) {secret.kernel = #secret.kernel<name = \"MatmulDiagonal\", force = false>} : (tensor<1x784xf32>)",
+     {"mlir-tool": "other-mlir"}),
+    ("E tensorflow/compiler/mlir/tools/kernel_gen/tf_to_gpu_binary.cc:95] Internal: Lowering to GPU kernels failed.",
+     {"mlir-tool": "other-mlir"}),
     # torch-mlir's own pipeline, run by torch-mlir-opt or an older SHARK importer before any IREE step
     ("torch-mlir-opt -pass-pipeline='builtin.module(torchdynamo-export-to-torch-backend-pipeline)' t.mlir",
      {"mlir-tool": "torch-mlir"}),
