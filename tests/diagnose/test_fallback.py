@@ -8,12 +8,12 @@ write one, and checked against schemas/diagnosis.schema.json, which the report r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+
+from tests.test_run import ci_matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,17 +35,18 @@ rules:
 WARNING = "WARNING[PLUGIN]: cannot load the compiled extension (built for torch 2.2.0+cu121, you have 2.2.0+cpu)\n"
 
 
-def diagnose(tmp_path: Path, log: str) -> dict:
+def project(tmp_path: Path, log: str) -> list[str]:
+    """Write the rule file, a manifest that lists it and the log; the `diagnose` arguments for them."""
     (tmp_path / "rules.yml").write_text(RULES, encoding="utf-8")
     (tmp_path / "ci-matrix.yml").write_text(
         "builds:\n  app:\n    platforms: [linux-x86_64]\n    run: python app.py\nrules: [rules.yml]\n", encoding="utf-8"
     )
     (tmp_path / "build.log").write_text(log, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "ci_matrix", "diagnose", str(tmp_path / "build.log"), "--manifest",
-         str(tmp_path / "ci-matrix.yml"), "--format", "json"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    return ["diagnose", str(tmp_path / "build.log"), "--manifest", str(tmp_path / "ci-matrix.yml")]
+
+
+def diagnose(tmp_path: Path, log: str) -> dict:
+    done = ci_matrix(*project(tmp_path, log), "--format", "json", timeout=120)
     assert done.returncode in (0, 1), done.stderr
     record = json.loads(done.stdout)
     schema = json.loads((ROOT / "ci_matrix" / "schemas" / "diagnosis.schema.json").read_text(encoding="utf-8"))
@@ -73,10 +74,5 @@ def test_the_rules_own_signature_outranks_its_fallback(tmp_path: Path, order: st
 
 
 def test_the_text_output_says_the_line_is_often_noise(tmp_path: Path) -> None:
-    diagnose(tmp_path, WARNING)
-    done = subprocess.run(
-        [sys.executable, "-m", "ci_matrix", "diagnose", str(tmp_path / "build.log"), "--manifest",
-         str(tmp_path / "ci-matrix.yml")],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    done = ci_matrix(*project(tmp_path, WARNING), timeout=120)
     assert "low confidence: a line that is often only noise" in done.stdout
