@@ -199,16 +199,20 @@ def _refine(found: dict[str, Finding], rules: Sequence[Rule], facts: Facts) -> N
 
 
 def _refined(rule: Rule, generic: Finding, evidence: tuple[Evidence, ...]) -> Finding:
+    """The specific rule in the generic finding's place; one reached by a fallback line stays a
+    fallback (low confidence, left out beside any other finding), whatever the evidence adds."""
     assert rule.diagnosis is not None
     log_part = {k: getattr(generic, k) for k in ("line", "end_line", "text", "before", "after", "groups", "count")}
+    fallback = generic.reached_by == "fallback"
+    confidence = 0 if fallback else 2
     return replace(
         _base(rule),
         matched_by="log",
-        reached_by="signature+evidence",
-        confidence="high",
+        reached_by="fallback" if fallback else "signature+evidence",
+        confidence=CONFIDENCE[confidence],
         evidence=evidence,
         refined_from=generic.rule,
-        rank=_rank(rule, 2, scoped=True, pattern=generic.rank[-2], line=generic.rank[-1], generic=False),
+        rank=_rank(rule, confidence, scoped=True, pattern=generic.rank[-2], line=generic.rank[-1], generic=False),
         **log_part,
     )
 

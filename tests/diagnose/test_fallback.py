@@ -76,3 +76,42 @@ def test_the_rules_own_signature_outranks_its_fallback(tmp_path: Path, order: st
 def test_the_text_output_says_the_line_is_often_noise(tmp_path: Path) -> None:
     done = ci_matrix(*project(tmp_path, WARNING), timeout=120)
     assert "low confidence: a line that is often only noise" in done.stdout
+
+
+REFINING = """\
+  - id: plugin-not-loaded-on-macos
+    title: "The plugin has no compiled extension for macOS"
+    domain: cuda
+    diagnosis:
+      scope: {os: macos}
+      refines: [plugin-not-loaded]
+      explanation: The plugin ships no macOS build of its extension.
+      fix: Use the plugin on Linux.
+    references: [https://example.invalid/plugin/2]
+"""
+
+
+def refining_project(tmp_path: Path, log: str) -> list[str]:
+    args = project(tmp_path, log)
+    rules = tmp_path / "rules.yml"
+    text = rules.read_text(encoding="utf-8").replace("      signatures:\n", "      generic: true\n      signatures:\n")
+    rules.write_text(text + REFINING, encoding="utf-8")
+    return args
+
+
+MACOS = "  File \"/Users/ana/venv/lib/python3.11/site-packages/plugin/__init__.py\", line 3\n"
+
+
+def test_a_fallback_line_refined_by_the_log_stays_a_fallback(tmp_path: Path) -> None:
+    done = ci_matrix(*refining_project(tmp_path, MACOS + WARNING), "--format", "json", timeout=120)
+    found = json.loads(done.stdout)["findings"]
+    assert [(f["rule"], f["reached-by"], f["confidence"]) for f in found] == [
+        ("plugin-not-loaded-on-macos", "fallback", "low")
+    ]
+
+
+def test_a_fallback_line_refined_by_the_log_is_left_out_beside_a_known_failure(tmp_path: Path) -> None:
+    log = MACOS + WARNING + "OSError: [Errno 28] No space left on device\n"
+    done = ci_matrix(*refining_project(tmp_path, log), "--format", "json", timeout=120)
+    rules = [f["rule"] for f in json.loads(done.stdout)["findings"]]
+    assert rules and not {"plugin-not-loaded", "plugin-not-loaded-on-macos"} & set(rules)
