@@ -17,10 +17,8 @@ Target (issue 10): `evidence` at most 1.10x `signatures` (and x `before`).
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from diagnose import normal_block, write_log  # noqa: E402
+from fresh import first_figure  # noqa: E402
 
 TARGET = 1.10
 _WORKER = """
@@ -78,10 +77,7 @@ def evidence_block(rng: random.Random, size: int) -> bytes:
 
 def scan_seconds(tree: Path, log: Path, variant: str) -> float:
     """One timed scan in a fresh interpreter whose ci_matrix comes from `tree`."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", _WORKER, str(log), variant], env=env, cwd=tree,
-                          capture_output=True, text=True, check=True)
-    return float(done.stdout.split()[0])
+    return first_figure(tree, _WORKER, str(log), variant)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,14 +17,16 @@ Informational: no target (the knowledge base grows between trees; compare like w
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fresh import first_figure  # noqa: E402
+
 FIXTURES = ROOT / "ci_matrix" / "knowledge" / "fixtures"
 
 _WORKER = """
@@ -49,10 +51,7 @@ def fixture_logs(count: int) -> list[Path]:
 
 def ms_per_log(tree: Path, listing: Path) -> float:
     """One timed pass in a fresh interpreter whose ci_matrix comes from `tree`."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", _WORKER, str(listing)], env=env, cwd=tree,
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    return float(done.stdout.split()[0])
+    return first_figure(tree, _WORKER, str(listing))
 
 
 def main(argv: list[str] | None = None) -> int:
