@@ -66,6 +66,8 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     # torch-mlir's own pipeline, run by torch-mlir-opt or an older SHARK importer before any IREE step
     ("torch-mlir-opt -pass-pipeline='builtin.module(torchdynamo-export-to-torch-backend-pipeline)' t.mlir",
      {"mlir-tool": "torch-mlir"}),
+    ("./projects/pt1/tools/e2e_test.sh -c onnx_tosa --filter ElementwiseAtenLogicalAndOpModule_basic -v",
+     {"mlir-tool": "torch-mlir"}),
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
