@@ -33,6 +33,8 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     ("Cuda compilation tools, release 12.4, V12.4.131", {"cuda-version": "12.4"}),
     ("/usr/local/cuda-11.6/bin/nvcc -gencode arch=compute_80,code=sm_80 -c k.cu",
      {"cuda-version": "11.6", "cuda-arch": "sm_80"}),
+    # a Makefile's escaped quotes
+    ('/opt/cuda/bin/nvcc -O2 -gencode=arch=compute_35,code=\\"sm_35,compute_35\\" -c k.cu', {"cuda-arch": "sm_35"}),
     ("0.\tProgram arguments: iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb",
      {"iree-compile-flags": "iree-compile m.mlir --iree-hal-target-device=local -o m.vmfb"}),
     ("buildtools/linux-x64/rust/bin/rustc --crate-name vte", {"os": "linux", "cpu": "x86_64"}),
@@ -81,6 +83,16 @@ def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -
     found = read_log(hits, extractors)
     assert {fact: found[fact].value for fact in facts if fact in found} == facts
     assert all(found[fact].line == 1 and found[fact].source == "log" for fact in facts)
+
+
+def test_the_failing_arch_pass_outweighs_the_arch_flags() -> None:
+    # nvcc names the pass that failed in its intermediate file (cbuchner1/ccminer#5)
+    log = (b'nvcc -gencode=arch=compute_20,code=\\"sm_20\\" -gencode=arch=compute_35,code=\\"sm_35\\" -c k.cu\n'
+           b'k.cu(117): error: identifier "__shfl_up" is undefined\n'
+           b'2 errors detected in the compilation of "/tmp/tmpxft_00007fe7_00000000-13_k.compute_20.cpp1.ii".\n')
+    extractors = files.extractors()
+    found = read_log(Scanner(extractors.signatures()).scan(io.BytesIO(log)), extractors)
+    assert (found["cuda-arch"].value, found["cuda-arch"].line) == ("sm_20", 3)
 
 
 @pytest.mark.parametrize("line", [
