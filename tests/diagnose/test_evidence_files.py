@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ci_matrix.diagnose.evidence import extractors_from, problems_of, read_log
+from ci_matrix.diagnose.evidence import Evidence, extractors_from, problems_of, read_log
 from ci_matrix.diagnose.scanner import Scanner
 from ci_matrix.edges import files
 
@@ -23,6 +23,12 @@ def test_each_file_is_valid(name: str, text: str) -> None:
     extractors = extractors_from(data)
     assert problems_of(extractors) == []
     Scanner(extractors.signatures())  # raises on a pattern RE2 rejects or one that matches nothing at all
+
+
+def facts_of(log: bytes) -> dict[str, Evidence]:
+    """The facts the built-in extractors read from `log`, as `diagnose` reads them."""
+    extractors = files.extractors()
+    return read_log(Scanner(extractors.signatures()).scan(io.BytesIO(log)), extractors)
 
 
 @pytest.mark.parametrize(("line", "facts"), [
@@ -83,9 +89,7 @@ def test_each_file_is_valid(name: str, text: str) -> None:
      "perhaps a crate was updated and forgotten to be re-vendored?", {"cargo-min-version": "1.68.0"}),
 ])
 def test_extractors_read_the_facts_of_a_line(line: str, facts: dict[str, str]) -> None:
-    extractors = files.extractors()
-    hits = Scanner(extractors.signatures()).scan(io.BytesIO(line.encode() + b"\n"))
-    found = read_log(hits, extractors)
+    found = facts_of(line.encode() + b"\n")
     assert {fact: found[fact].value for fact in facts if fact in found} == facts
     assert all(found[fact].line == 1 and found[fact].source == "log" for fact in facts)
 
@@ -95,8 +99,7 @@ def test_the_failing_arch_pass_outweighs_the_arch_flags() -> None:
     log = (b'nvcc -gencode=arch=compute_20,code=\\"sm_20\\" -gencode=arch=compute_35,code=\\"sm_35\\" -c k.cu\n'
            b'k.cu(117): error: identifier "__shfl_up" is undefined\n'
            b'2 errors detected in the compilation of "/tmp/tmpxft_00007fe7_00000000-13_k.compute_20.cpp1.ii".\n')
-    extractors = files.extractors()
-    found = read_log(Scanner(extractors.signatures()).scan(io.BytesIO(log)), extractors)
+    found = facts_of(log)
     assert (found["cuda-arch"].value, found["cuda-arch"].line) == ("sm_20", 3)
 
 
@@ -106,6 +109,4 @@ def test_the_failing_arch_pass_outweighs_the_arch_flags() -> None:
     "  /mnt/c/Users/me/proj/k.cu(12): error: identifier is undefined",  # WSL
 ])
 def test_a_windows_home_is_not_taken_for_macos(line: str) -> None:
-    extractors = files.extractors()
-    found = read_log(Scanner(extractors.signatures()).scan(io.BytesIO(line.encode() + b"\n")), extractors)
-    assert "os" not in found
+    assert "os" not in facts_of(line.encode() + b"\n")
