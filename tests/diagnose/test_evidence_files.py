@@ -110,3 +110,20 @@ def test_the_failing_arch_pass_outweighs_the_arch_flags() -> None:
 ])
 def test_a_windows_home_is_not_taken_for_macos(line: str) -> None:
     assert "os" not in facts_of(line.encode() + b"\n")
+
+
+@pytest.mark.parametrize("log", [
+    # the Python API's CompilerToolError: the tool's name ends its line, the next is not a flag
+    b"iree.compiler.tools.binaries.CompilerToolError: Error invoking IREE compiler tool iree-compile\n"
+    b"Error code: 1\n",
+    b"Program arguments: /opt/iree/bin/iree-compile\n #0 0x00007f0277889410 llvm::sys::PrintStackTrace\n",
+])
+def test_iree_flags_are_read_from_the_command_line_only(log: bytes) -> None:
+    assert "iree-compile-flags" not in facts_of(log)
+
+
+def test_iree_flags_of_the_invoked_with_line() -> None:
+    log = (b"Error invoking IREE compiler tool iree-compile\nError code: 1\nInvoked with:\n"
+           b" iree-compile /tmp/m.mlir --iree-input-type=tosa --iree-hal-target-backends=llvm-cpu\n")
+    found = facts_of(log)["iree-compile-flags"]
+    assert (found.value.split()[-1], found.line) == ("--iree-hal-target-backends=llvm-cpu", 4)
