@@ -89,6 +89,16 @@ _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
 # of a millisecond for 2 MiB, where a "(?m)^" pattern is read byte by byte: 6 ms).
 _BOLD_PROBE = re2.compile(rb"\n\*\*[^*\n]")
 _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
+# A line a person set as inline code ("`error: linking with `cc` failed: exit status: 1`", an
+# error line quoted in an issue's text, "> `Error: The process '/usr/bin/git' failed with exit
+# code 1`") reads without its two backticks, so that a signature spanning it and the next line
+# (CMake's wrapped messages, an error and its exit line) sees the tool's text. Markdown wraps
+# a line that holds backticks in two ("`` error: failed to read `/x/Cargo.toml` ``"), and
+# people often in one all the same; either way only the wrapping goes. A fence ("```") stays,
+# and so does a backtick a tool printed inside the line. Tried only where a line starts with a
+# backtick, as for bold.
+_TICK_PROBE = re2.compile(rb"\n`")
+_TICK_LINE = re.compile(rb"(?m)^(?:``[ ]?([^\n]*?[^ \n])[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*$")
 # A log copied from a job's page on GitHub (or Gitea) and pasted into an issue: the page links
 # line numbers, and the paste turns digits in the text that look like one into markdown links,
 # which split a token: "exit code [12](https://github.com/o/r/runs/5585057436?check_suite_focus=
@@ -285,8 +295,8 @@ def count_newlines(data: bytes, start: int = 0) -> int:
 
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     """Drop the stamps and prefixes (see _STAMP_BODY) from every line that has them, the
-    bold marks around a line (see _BOLD_LINE) and the links a web page put on digits (see
-    _STEP_LINK)."""
+    bold marks or backticks around a line (see _BOLD_LINE, _TICK_LINE) and the links a web
+    page put on digits (see _STEP_LINK)."""
     if at_line_start:
         first = _STAMP_AT_START.match(data)
         if first is not None:
@@ -295,6 +305,8 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
     if b"*" in data and (data.startswith(b"**") or _BOLD_PROBE.search(data) is not None):
         data = _BOLD_LINE.sub(rb"\1", data)
+    if b"`" in data and (data.startswith(b"`") or _TICK_PROBE.search(data) is not None):
+        data = _TICK_LINE.sub(rb"\1\2", data)
     if _STEP_LINK_PROBE.search(data) is not None:
         data = _STEP_LINK.sub(rb"\1", data)
     return data

@@ -8,6 +8,8 @@ import pytest
 
 from ci_matrix.diagnose import cleaning
 from ci_matrix.diagnose.cleaning import clean, clean_pieces, raw_pieces
+from ci_matrix.edges import files
+from ci_matrix.edges.logs import diagnose_log
 
 
 def test_colour_codes_are_removed_and_text_kept() -> None:
@@ -140,6 +142,27 @@ def test_a_line_set_in_markdown_bold_reads_without_the_marks() -> None:
         b"/__w/_temp/x.sh: 2: nvidia-smi: not found\nError: boom\n"
         b"*** Check failure stack trace: ***\n**********CUDA**********\nmake: *** [a.o] Error 1\n"
     )
+
+
+def test_a_line_set_as_inline_code_reads_without_its_backticks() -> None:
+    # an error line quoted in an issue's text as inline code (in one backtick or markdown's two),
+    # bare or in a quote; a fence and backticks inside a line stay
+    raw = b"`error: linking with `cc` failed: exit status: 1`\n> `Error: The process '/usr/bin/git' failed`\n"
+    raw += b"`` error: failed to read `/x/Cargo.toml` ``\n`error: failed to read `/y/Cargo.toml``\n"
+    raw += b"```\n```rust\nsee `foo` here\n"
+    assert clean(raw) == (
+        b"error: linking with `cc` failed: exit status: 1\nError: The process '/usr/bin/git' failed\n"
+        b"error: failed to read `/x/Cargo.toml`\nerror: failed to read `/y/Cargo.toml`\n"
+        b"```\n```rust\nsee `foo` here\n"
+    )
+
+
+def test_a_signature_spanning_lines_matches_them_quoted_as_inline_code() -> None:
+    # CMake's message and its indented second line, each quoted as inline code in an issue
+    log = b'`CMake Error in src/CMakeLists.txt:`\n`  CUDA_ARCHITECTURES is empty for target "EXPlib".`\n'
+    found = diagnose_log(io.BytesIO(log), list(files.trusted_builtin_rules()), None, files.catalog().platforms,
+                         exit_code=1)
+    assert [f.rule for f in found.findings][:1] == ["cmake-cuda-architectures-empty"]
 
 
 def test_digits_a_job_page_linked_to_a_line_read_as_the_digits() -> None:
