@@ -95,10 +95,12 @@ _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # (CMake's wrapped messages, an error and its exit line) sees the tool's text. Markdown wraps
 # a line that holds backticks in two ("`` error: failed to read `/x/Cargo.toml` ``"), and
 # people often in one all the same; either way only the wrapping goes. A fence ("```") stays,
-# and so does a backtick a tool printed inside the line. Tried only where a line starts with a
+# and so does a line in three ("```Memory access fault```": what is left would read as one in
+# one, and cleaning must give the same text when run again) and a backtick a tool printed
+# inside the line. Tried only where a line starts with a
 # backtick, as for bold.
 _TICK_PROBE = re2.compile(rb"\n`")
-_TICK_LINE = re.compile(rb"(?m)^(?:``[ ]?([^\n]*?[^ \n])[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*$")
+_TICK_LINE = re.compile(rb"(?m)^(?:``[ ]?([^` \n](?:[^\n]*?[^ \n])?)[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*$")
 # A log copied from a job's page on GitHub (or Gitea) and pasted into an issue: the page links
 # line numbers, and the paste turns digits in the text that look like one into markdown links,
 # which split a token: "exit code [12](https://github.com/o/r/runs/5585057436?check_suite_focus=

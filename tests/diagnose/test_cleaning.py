@@ -146,15 +146,16 @@ def test_a_line_set_in_markdown_bold_reads_without_the_marks() -> None:
 
 def test_a_line_set_as_inline_code_reads_without_its_backticks() -> None:
     # an error line quoted in an issue's text as inline code (in one backtick or markdown's two),
-    # bare or in a quote; a fence and backticks inside a line stay
+    # bare or in a quote; a fence, a line in three and backticks inside a line stay
     raw = b"`error: linking with `cc` failed: exit status: 1`\n> `Error: The process '/usr/bin/git' failed`\n"
     raw += b"`` error: failed to read `/x/Cargo.toml` ``\n`error: failed to read `/y/Cargo.toml``\n"
-    raw += b"```\n```rust\nsee `foo` here\n"
+    raw += b"```\n```rust\n```Memory access fault```\nsee `foo` here\n"
     assert clean(raw) == (
         b"error: linking with `cc` failed: exit status: 1\nError: The process '/usr/bin/git' failed\n"
         b"error: failed to read `/x/Cargo.toml`\nerror: failed to read `/y/Cargo.toml`\n"
-        b"```\n```rust\nsee `foo` here\n"
+        b"```\n```rust\n```Memory access fault```\nsee `foo` here\n"
     )
+    assert clean(clean(raw)) == clean(raw)  # a scan of a log cleaned twice reads the same text
 
 
 def test_a_signature_spanning_lines_matches_them_quoted_as_inline_code() -> None:
