@@ -97,10 +97,14 @@ _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # people often in one all the same; either way only the wrapping goes. A fence ("```") stays,
 # and so does a line in three ("```Memory access fault```": what is left would read as one in
 # one, and cleaning must give the same text when run again) and a backtick a tool printed
-# inside the line. Tried only where a line starts with a
-# backtick, as for bold.
-_TICK_PROBE = re2.compile(rb"\n`")
-_TICK_LINE = re.compile(rb"(?m)^(?:``[ ]?([^` \n](?:[^\n]*?[^ \n])?)[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*$")
+# inside the line. A line is judged on its text without escape sequences, and one that loses
+# its marks loses its escapes too: cleaning gives the same text whether escapes go before or
+# after this (see clean), and again when run twice. Tried only where a line starts with a
+# backtick (after any escapes), as for bold.
+_TICK_PROBE = re2.compile(rb"(?:^|\n)(?:\x1b[^`\n]{0,96})?`")
+_TICK_CANDIDATE = re.compile(rb"(?m)^(?:\x1b[^`\n]{0,96})?`[^\n]*")
+_TICK_LINE = re.compile(rb"(?:``[ ]?([^` \n](?:[^\n]*?[^ \n])?)[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*")
+
 # A log copied from a job's page on GitHub (or Gitea) and pasted into an issue: the page links
 # line numbers, and the paste turns digits in the text that look like one into markdown links,
 # which split a token: "exit code [12](https://github.com/o/r/runs/5585057436?check_suite_focus=
@@ -307,11 +311,19 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
     if b"*" in data and (data.startswith(b"**") or _BOLD_PROBE.search(data) is not None):
         data = _BOLD_LINE.sub(rb"\1", data)
-    if b"`" in data and (data.startswith(b"`") or _TICK_PROBE.search(data) is not None):
-        data = _TICK_LINE.sub(rb"\1\2", data)
+    if b"`" in data and _TICK_PROBE.search(data) is not None:
+        data = _TICK_CANDIDATE.sub(_untick, data)
     if _STEP_LINK_PROBE.search(data) is not None:
         data = _STEP_LINK.sub(rb"\1", data)
     return data
+
+
+
+def _untick(line: re.Match[bytes]) -> bytes:
+    """A line's text without the backticks that set it as inline code, or the line as it was."""
+    text = strip_escapes(line[0])
+    ticked = _TICK_LINE.fullmatch(text)
+    return line[0] if ticked is None else ticked[1] or ticked[2]
 
 
 def indentation(head: bytes) -> int:

@@ -158,6 +158,15 @@ def test_a_line_set_as_inline_code_reads_without_its_backticks() -> None:
     assert clean(clean(raw)) == clean(raw)  # a scan of a log cleaned twice reads the same text
 
 
+@pytest.mark.parametrize("raw", [
+    b"\x1b[31m`error: foo`\x1b[0m\n",
+    b"`\x1b[1merror: foo\x1b[0m`\n",
+    b"`\x1b[K``\x1bM./x.sh -v```\n",  # a line in three, an escape between two of its marks
+])
+def test_a_line_in_backticks_reads_the_same_with_or_without_its_colours(raw: bytes) -> None:
+    assert clean(raw) == clean(cleaning.strip_escapes(raw)) == clean(clean(raw))
+
+
 def test_a_signature_spanning_lines_matches_them_quoted_as_inline_code() -> None:
     # CMake's message and its indented second line, each quoted as inline code in an issue
     log = b'`CMake Error in src/CMakeLists.txt:`\n`  CUDA_ARCHITECTURES is empty for target "EXPlib".`\n'
