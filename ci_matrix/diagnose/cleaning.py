@@ -100,9 +100,10 @@ _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # inside the line. A line is judged on its text without escape sequences, and one that loses
 # its marks loses its escapes too: cleaning gives the same text whether escapes go before or
 # after this (see clean), and again when run twice. Tried only where a line starts with a
-# backtick (after any escapes), as for bold.
-_TICK_PROBE = re2.compile(rb"(?:^|\n)(?:\x1b[^`\n]{0,96})?`")
-_TICK_CANDIDATE = re.compile(rb"(?m)^(?:\x1b[^`\n]{0,96})?`[^\n]*")
+# backtick, after nothing but escape sequences (a coloured line's text starting otherwise is
+# never tried), as for bold.
+_TICK_PROBE = re2.compile(rb"(?:^|\n)" + ESCAPE_RUN_RE2.encode() + rb"`")
+_TICK_CANDIDATE = re.compile(rb"(?m)^(?:\x1b[ -?\[\]]{0,64}[@-~]?){0,16}`[^\n]*")
 _TICK_LINE = re.compile(rb"(?:``[ ]?([^` \n](?:[^\n]*?[^ \n])?)[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*")
 
 # A log copied from a job's page on GitHub (or Gitea) and pasted into an issue: the page links
