@@ -100,9 +100,13 @@ _BOLD_LINE = re.compile(rb"(?m)^\*\*([^*\n](?:[^\n]*[^*\n \t])?)\*\*[ \t]*$")
 # inside the line. A line is judged on its text without escape sequences, and one that loses
 # its marks loses its escapes too: cleaning gives the same text whether escapes go before or
 # after this (see clean), and again when run twice. Tried only where a line starts with a
-# backtick, after nothing but escape sequences (a coloured line's text starting otherwise is
-# never tried), as for bold.
-_TICK_PROBE = re2.compile(rb"(?:^|\n)" + ESCAPE_RUN_RE2.encode() + rb"`")
+# backtick, after nothing but escape sequences, as for bold.
+# The test for candidates is two RE2 searches for a literal (a tenth of a millisecond for
+# 1 MiB, where an RE2 pattern with alternatives, or bytes' own search for a two-byte needle
+# whose first byte is common, takes one to two): a backtick at a line's start, or one right
+# after a colour code ("m`": a line whose colour codes end just before its backtick).
+_TICK_AT_LINE_START = re2.compile(rb"\n`")
+_TICK_AFTER_COLOUR = re2.compile(rb"m`")
 _TICK_CANDIDATE = re.compile(rb"(?m)^(?:\x1b[ -?\[\]]{0,64}[@-~]?){0,16}`[^\n]*")
 _TICK_LINE = re.compile(rb"(?:``[ ]?([^` \n](?:[^\n]*?[^ \n])?)[ ]?``|`([^`\n](?:[^\n]*[^\n \t])?)`)[ \t]*")
 
@@ -312,7 +316,10 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
     if b"*" in data and (data.startswith(b"**") or _BOLD_PROBE.search(data) is not None):
         data = _BOLD_LINE.sub(rb"\1", data)
-    if b"`" in data and _TICK_PROBE.search(data) is not None:
+    if b"`" in data and (
+        data.startswith(b"`") or _TICK_AT_LINE_START.search(data) is not None
+        or _TICK_AFTER_COLOUR.search(data) is not None
+    ):
         data = _TICK_CANDIDATE.sub(_untick, data)
     if _STEP_LINK_PROBE.search(data) is not None:
         data = _STEP_LINK.sub(rb"\1", data)
