@@ -326,7 +326,6 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     return data
 
 
-
 def _untick(line: re.Match[bytes]) -> bytes:
     """A line's text without the backticks that set it as inline code, or the line as it was."""
     text = strip_escapes(line[0])
