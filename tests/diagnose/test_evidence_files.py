@@ -81,6 +81,11 @@ def facts_of(log: bytes) -> dict[str, Evidence]:
     ("error: failed to legalize operation 'amdgpu.instruction_sched_hint' that was explicitly marked illegal",
      {"mlir-tool": "triton"}),
     ("error: failed to legalize operation 'eltwise.round'", {"mlir-tool": "other-mlir"}),
+    # Mojo's compiler lowering its own KGEN dialect (modular/modular#4961, #503)
+    ("/home/u/mojopeak/error.mojo:4:8: error: failed to legalize operation 'kgen.func' that was explicitly marked illegal",
+     {"mlir-tool": "other-mlir"}),
+    ("i get error: failed to legalize operation 'kgen.param.constant' that was explicitly maked illegal",
+     {"mlir-tool": "other-mlir"}),
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
