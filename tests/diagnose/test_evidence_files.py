@@ -82,7 +82,7 @@ def facts_of(log: bytes) -> dict[str, Evidence]:
      {"mlir-tool": "triton"}),
     ("error: failed to legalize operation 'eltwise.round'", {"mlir-tool": "other-mlir"}),
     # Mojo's compiler lowering its own KGEN dialect (modular/modular#4961, #503)
-    ("/home/u/mojopeak/error.mojo:4:8: error: failed to legalize operation 'kgen.func' that was explicitly marked illegal",
+    ("/home/u/error.mojo:4:8: error: failed to legalize operation 'kgen.func' that was explicitly marked illegal",
      {"mlir-tool": "other-mlir"}),
     ("i get error: failed to legalize operation 'kgen.param.constant' that was explicitly maked illegal",
      {"mlir-tool": "other-mlir"}),
