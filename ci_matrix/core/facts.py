@@ -46,6 +46,7 @@ LOG_FACTS = (
     "mlir-tool",  # an MLIR compiler other than iree-compile that reported the error
     "package-index",  # "unreachable": pip gave up on the index, so "from versions: none" says nothing
     "cargo-min-version",  # the oldest cargo that prints a message the log holds
+    "wsl",  # wsl1 | wsl2 | wsl (version not shown): Linux under Windows, whose GPU is the host's
 )
 #: Facts that hold a set of values; a condition's value asks whether the set contains it.
 SET_FACTS = frozenset(("uses", "iree-compile-flags"))

@@ -89,6 +89,19 @@ def facts_of(log: bytes) -> dict[str, Evidence]:
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
+    # WSL: its kernels (microsoft/WSL#5554, #6014, #8174), the Windows driver's libraries, a /mnt/c path
+    ("Error! Your kernel headers for kernel 4.4.0-19041-Microsoft cannot be found.", {"wsl": "wsl1"}),
+    ("Linux version 4.19.128-microsoft-standard (oe-user@oe-host) (gcc version 8.2.0 (GCC)) #1 SMP",
+     {"wsl": "wsl2"}),
+    ("OS                           : Linux-5.10.16.3-microsoft-standard-WSL2-x86_64-with-glibc2.10",
+     {"wsl": "wsl2"}),
+    ("ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link", {"wsl": "wsl2"}),
+    ("CUDA error 100 at /mnt/c/ws/ai/llama/llama.cpp/ggml-cuda.cu:485: no CUDA-capable device is detected",
+     {"wsl": "wsl"}),
+    # ZLUDA: CUDA programs on AMD GPUs (patientx/ComfyUI-Zluda#214, lshqqytiger/ZLUDA#81)
+    (":: Using ZLUDA with device: AMD Radeon RX 7900 XT [ZLUDA]", {"gpu-runtime": "zluda"}),
+    (r'  File "P:\ComfyUI-ZLUDA\comfy\model_management.py", line 900, in cast_to',
+     {"gpu-runtime": "zluda"}),
     # cargo's resolver on the sparse index adds the vendoring hint (rust-lang/cargo#12802): cargo 1.68 or newer
     ("location searched: crates.io index\nrequired by package `app v0.1.0 (/w/app)`\n"
      "perhaps a crate was updated and forgotten to be re-vendored?", {"cargo-min-version": "1.68.0"}),
@@ -115,6 +128,16 @@ def test_the_failing_arch_pass_outweighs_the_arch_flags() -> None:
 ])
 def test_a_windows_home_is_not_taken_for_macos(line: str) -> None:
     assert "os" not in facts_of(line.encode() + b"\n")
+
+
+@pytest.mark.parametrize("line", [
+    "  -v /mnt/b/code/glim/config:/glim/config koide3/glim_ros2:humble_cuda12.2",  # a native disk at /mnt/b
+    "Linux runner 6.8.0-1017-azure #20-Ubuntu SMP x86_64 GNU/Linux",  # a runner's own kernel
+    "zludaless build of the kernels",  # not the word
+])
+def test_native_linux_is_not_taken_for_wsl_or_zluda(line: str) -> None:
+    found = facts_of(line.encode() + b"\n")
+    assert "wsl" not in found and "gpu-runtime" not in found
 
 
 @pytest.mark.parametrize("log", [
