@@ -89,6 +89,8 @@ def facts_of(log: bytes) -> dict[str, Evidence]:
     ('  File "/home/u/SHARK/shark/torch_mlir_utils.py", line 136, in get_torch_mlir_module',
      {"mlir-tool": "torch-mlir"}),
     ("-- The CXX compiler identification is AppleClang 15.0.0.15000309", {"os": "macos"}),
+    # nvidia-smi's CSV query, the name first (wzqvip/jetson-pytorch-builder#1)
+    ("name, compute_cap, driver_version\nNVIDIA GeForce RTX 3090, 8.6, 550.54.14", {"gpu-capability": "sm_86"}),
     # WSL: its kernels (microsoft/WSL#5554, #6014, #8174), the Windows driver's libraries, a /mnt/c path
     ("Error! Your kernel headers for kernel 4.4.0-19041-Microsoft cannot be found.", {"wsl": "wsl1"}),
     ("Linux version 4.19.128-microsoft-standard (oe-user@oe-host) (gcc version 8.2.0 (GCC)) #1 SMP",
