@@ -108,7 +108,7 @@ class Scanner:
         """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
         self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
         self._order = {c.key: index for index, c in enumerate(self._compiled)}
-        self._set = _compile_set([f"(?m){c.plain}" for c in self._compiled])
+        self._set = _split_set([f"(?m){c.plain}" for c in self._compiled], [c.exact for c in self._compiled])
         # Escapes stay in a piece only where every signature can step over them.
         self._lazy = all(c.tolerant is not None for c in self._compiled)
         self._escape_set: Any = None  # compiled when a piece first keeps its escapes
@@ -201,6 +201,34 @@ def _compile_set(patterns: Sequence[str]) -> Any:
         pattern_set.Add(pattern)
     pattern_set.Compile()
     return pattern_set
+
+
+class _Sets:
+    """Several RE2 Sets read as one: ``Match`` gives the indices, among all their patterns, of
+    those that match."""
+
+    def __init__(self, groups: Sequence[tuple[tuple[int, ...], Any]]) -> None:
+        self._groups = groups
+
+    def Match(self, data: bytes) -> list[int]:  # noqa: N802 (RE2's Set method name)
+        found: list[int] = []
+        for indices, pattern_set in self._groups:
+            found += [indices[k] for k in pattern_set.Match(data) or ()]
+        return sorted(found)
+
+
+def _split_set(patterns: Sequence[str], whole: Sequence[bool]) -> _Sets:
+    """The Set of a scanner's patterns as two: the literal runs (a trie to RE2's DFA) and the
+    patterns read whole (those without a long literal run). In one Set their DFA states
+    multiply: on hostile text, with some 1,860 patterns, the states outgrew the Set's memory
+    budget and were flushed again and again (8.6 s per 20 MiB, against 1.5 s for the two Sets
+    read one after the other, and 0.09 against 0.15 s on a build log)."""
+    groups = []
+    for want in (False, True):
+        indices = tuple(i for i, w in enumerate(whole) if w is want)
+        if indices:
+            groups.append((indices, _compile_set([patterns[i] for i in indices])))
+    return _Sets(groups)
 
 
 @functools.lru_cache(maxsize=_CONFIRM_SETS)
