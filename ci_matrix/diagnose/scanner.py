@@ -210,7 +210,7 @@ class _Sets:
     def __init__(self, groups: Sequence[tuple[tuple[int, ...], Any]]) -> None:
         self._groups = groups
 
-    def Match(self, data: bytes) -> list[int]:  # noqa: N802 (RE2's Set method name)
+    def Match(self, data: bytes) -> list[int]:  # the name RE2 gives a Set's method
         found: list[int] = []
         for indices, pattern_set in self._groups:
             found += [indices[k] for k in pattern_set.Match(data) or ()]
