@@ -8,7 +8,9 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
   clean log therefore costs one pass, and that pass runs on a worker thread (RE2 releases
   the GIL) while the main thread cleans the next piece. The Set mostly looks for each
   signature's longest literal run (:func:`ci_matrix.diagnose.tolerant.set_forms`), a trie
-  for its DFA whatever the knowledge base's size; where a piece holds the runs of several
+  for its DFA whatever the knowledge base's size, and reads the signatures without one whole,
+  in a Set of their own (in one Set the two kinds' DFA states multiply on hostile text);
+  where a piece holds the runs of several
   signatures, one Set of their confirm forms (the patterns as a Set reads them whole) says
   which match before any is located. That Set runs on a second worker thread, beside the
   next piece's Set pass and cleaning (hostile text needs it on every piece; a build log
