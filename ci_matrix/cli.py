@@ -56,7 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     rules = sub.add_parser("rules", help="list the knowledge base, test its fixtures, or draft a rule from a log")
     rules.add_argument("action", nargs="?", choices=("list", "test", "draft"), default="list")
     rules.add_argument("log", nargs="?", type=Path, help="draft: the log of the unclassified failure")
-    rules.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
+    rules.add_argument("--manifest", type=Path, default=None,
+                       help="add this project's rules (test: run their fixtures, among all the rules)")
+    rules.add_argument("--builtin", action="store_true",
+                       help="test, with --manifest: run the built-in rules' fixtures too")
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     rules.add_argument("--cell", default=None, help="draft: the cell the log came from (id or matrix entry JSON)")
     rules.add_argument("--write", type=Path, default=None, metavar="RULE_FILE",

@@ -65,9 +65,10 @@ def as_expected(expect: str, rule: str, got: Sequence[str]) -> bool:
     return list(got[:1]) == [rule]
 
 
-def run_all(rules: Sequence[Rule]) -> list[Outcome]:
-    """Every fixture of every rule."""
-    return [run_fixture(rule, fixture, rules) for rule in rules for fixture in rule.fixtures]
+def run_all(rules: Sequence[Rule], tested: Sequence[Rule] | None = None) -> list[Outcome]:
+    """Every fixture of every rule of ``tested`` (default: all), diagnosed among all ``rules``."""
+    return [run_fixture(rule, fixture, rules) for rule in (rules if tested is None else tested)
+            for fixture in rule.fixtures]
 
 
 def summary(outcomes: Sequence[Outcome]) -> dict[str, int | float]:
@@ -86,9 +87,10 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, int | float]:
     }
 
 
-def run_fixture_tests(rules: Sequence[Rule], fmt: str, out: TextIO) -> int:
-    """`ci-matrix rules test`: run, report, exit 1 when any fixture is wrong."""
-    outcomes = run_all(rules)
+def run_fixture_tests(rules: Sequence[Rule], fmt: str, out: TextIO, tested: Sequence[Rule] | None = None) -> int:
+    """`ci-matrix rules test`: run the fixtures of ``tested`` (default: every rule) among all
+    ``rules``, report, exit 1 when any fixture is wrong."""
+    outcomes = run_all(rules, tested)
     figures = summary(outcomes)
     if fmt == "json":
         failures = [_failure(o) for o in outcomes if not o.passed]
@@ -101,6 +103,9 @@ def run_fixture_tests(rules: Sequence[Rule], fmt: str, out: TextIO) -> int:
             f"unclassified rate {figures['unclassified-rate']:.1%}\n"
             f"{figures['fixtures'] - figures['failed']} passed, {figures['failed']} failed\n"
         )
+        if tested is not None and len(tested) < len(rules):
+            out.write(f"fixtures of the project's rules only ({len(tested)} of {len(rules)} rules, diagnosed "
+                      "among all of them; --builtin runs the built-in rules' fixtures too)\n")
     return ExitCode.FAILED if figures["failed"] else ExitCode.OK
 
 

@@ -263,3 +263,31 @@ def test_an_outranked_fixture_lets_a_noise_rule_be_found_but_not_named_first(
     assert main(["rules", "test", "--manifest", manifest], {}) == 1
     failure = "beside.log: expected not git-prune-noise, got widget-frobnication, git-prune-noise"
     assert failure in capsys.readouterr().out
+
+
+def test_rules_test_of_a_project_runs_its_own_fixtures_and_builtin_adds_the_rest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ci-matrix.yml").write_text(
+        "rules: [ci/rules.yml]\nbuilds:\n  b:\n    platforms: [linux-x86_64]\n    run: make\n", encoding="utf-8"
+    )
+    (tmp_path / "ci" / "fixtures").mkdir(parents=True)
+    (tmp_path / "ci" / "fixtures" / "real.log").write_text("error: widget frobnication failed\n", encoding="utf-8")
+    (tmp_path / "ci" / "rules.yml").write_text(
+        "rules:\n  - id: widget-frobnication\n    title: widgets\n    domain: runner\n"
+        "    diagnosis:\n      signatures: ['widget frobnication failed']\n"
+        "      explanation: e\n      fix: f\n    references: [https://example.org/b]\n"
+        "    fixtures:\n      - {file: real.log, expect: match}\n",
+        encoding="utf-8",
+    )
+    manifest = str(tmp_path / "ci-matrix.yml")
+    assert main(["rules", "test", "--manifest", manifest], {}) == 0
+    out = capsys.readouterr().out
+    assert "1 passed, 0 failed" in out and "project's rules only (1 of" in out
+    # --builtin: the built-in rules' fixtures too (a few of them here, for time).
+    part = [r for r in files.trusted_builtin_rules() if r.diagnosis and not r.diagnosis.refines
+            and all(f.expect != "outranked" for f in r.fixtures)][:5]
+    monkeypatch.setattr(files, "trusted_builtin_rules", lambda: part)
+    assert main(["rules", "test", "--manifest", manifest, "--builtin"], {}) == 0
+    out = capsys.readouterr().out
+    assert f"{1 + sum(len(r.fixtures) for r in part)} passed, 0 failed" in out and "project's" not in out
