@@ -1,8 +1,10 @@
 """A rule draft for an unclassified failure: `ci-matrix rules draft LOG [--cell ID]`.
 
-From the first error line of the log, a signature with the volatile parts generalised
-(paths, hex addresses, temporary files, versions, hashes, numbers); from the cell and the
-facts the log shows, the rule's `when`; and a fixture: the lines around the error. The
+From the log's first error line that says what went wrong (not a linker driver's, build
+tool's or container build's summary of it), a signature with the volatile parts generalised
+(paths, hex addresses, temporary files, versions, hashes, durations and sizes, numbers); from
+the cell and the facts the log shows, the rule's `when`; from the line's words or those facts,
+its domain; and a fixture: the lines around the error. The
 draft validates as a project rule file and passes `ci-matrix rules test`; its explanation,
 fix and reference are for the person who knows the failure to write.
 
@@ -27,12 +29,29 @@ SIGNATURE_LIMIT = 160  # characters of the error line a signature is built from
 _ERROR_LINE = re.compile(
     r"(?:\b(?:error|fatal|FATAL|ERROR|Error)\b(?:\[[A-Z]?\d+\])?\s*:"
     r"|\bpanicked at\b|Segmentation fault|\bAssertion\b.*\bfailed\b|^Traceback \(most recent call last\)"
-    r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b)"
+    r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b"
+    r"|^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b(?::|$)"  # a Python exception's last line
+    r"|\b(?:ld|ld\.lld|ld64\.lld|rust-lld|lld-link)(?:\.exe)?: (?!warning))"  # a linker's own message
 )
+# Error lines that only relay a failure told above or below them: a driver's or build tool's
+# summary, a container build's wrapper, a traceback's header. A draft built from one of these
+# would match every failure of its kind; the line that says what went wrong is preferred.
+_RELAY_LINE = re.compile(
+    r"(?:linker command failed with exit code|collect2: error: ld returned"
+    r"|error: could not compile `|error: aborting due to|[Ee]rror: [Pp]rocess completed with exit code"
+    r"|^Traceback \(most recent call last\)|failed to solve: |did not complete successfully: exit code"
+    r"|\bmake(?:\[\d+\])?: \*\*\*|^ninja: build stopped|error: subprocess-exited-with-error"
+    r"|ERROR: Command errored out|ERROR: Failed building wheel|CalledProcessError|^\s*Error: Process completed"
+    r"|^FAILED: |^\s*error: failed to run custom build command|^##\[error\]Process completed"
+    r"|returned a non-zero code|exited with code \d+|Error \d+\s*$"
+    r"|\b(?:error|Error|ERROR)\s*:\s*$)"  # "I get this error:": what follows says what went wrong
+)
+_QUOTED = re.compile(r"^\s*>")  # a quoted reply's prose (an e-mail, a forum post)
 # Volatile parts of a line, most specific first, each with the RE2 that stands for it.
 _VOLATILE = (
     (re.compile(r"0x[0-9a-fA-F]+"), r"0x[0-9a-fA-F]+"),
     (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][^\s'\"`:;,()\[\]<>]+)+"), r"[^\s'\"`]+"),  # paths, temp files
+    (re.compile(r"\b\d+(?:\.\d+)?(?=(?:ms|s|m|h|[KMGT]i?B|[kMG]?B)\b)"), r"\d+(?:\.\d+)?"),  # durations, sizes
     (re.compile(r"\b\d+(?:\.\d+)+(?:[-+][0-9A-Za-z.]+)?\b"), r"[0-9][0-9A-Za-z.+-]*"),  # versions
     (re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b"), r"[0-9a-f]+"),  # hashes
     (re.compile(r"(?<![A-Za-z_])\d+(?![A-Za-z_])"), r"\d+"),  # numbers, not digits inside names (fp8_e4m3)
@@ -41,6 +60,31 @@ _VOLATILE = (
 _WHEN_FACTS = ("platform", "os", "cpu", "rust-toolchain", "rust-channel", "rust-date", "rust-version",
                "rust-profile", "rust-backend", "rust-target", "cuda-version", "cuda-arch", "gpu-capability",
                "iree-target", "iree-version")
+
+
+# A draft's domain: the tool its error line names, else the facts seen (the cell's or the log's).
+_DOMAIN_WORDS = (
+    ("iree", re.compile(r"\biree[-_]|\bIREE\b|\bmlir\b|\bMLIR\b")),
+    ("cuda", re.compile(r"\b(?:nvcc|ptxas|cudafe\+\+|cicc|nvlink|nvrtc|cuda\w*|CUDA\w*|cublas\w*|cudnn\w*"
+                        r"|NCCL|nccl)\b")),
+    ("rust", re.compile(r"\b(?:rustc|cargo|rustup|rust-lld|clippy|rustdoc)\b|\.rs:\d+|error\[E\d{4}\]")),
+)
+_DOMAIN_FACTS = (("iree", "iree-"), ("cuda", "cuda-"), ("cuda", "gpu-"), ("rust", "rust-"))
+
+
+def domain_of(line: str, when: Mapping[str, str], around: str = "") -> str:
+    """The domain a draft is filed under: from its error line's words, else its facts, else the
+    words of the lines around it, else runner."""
+    for domain, words in _DOMAIN_WORDS:
+        if words.search(line):
+            return domain
+    for domain, prefix in _DOMAIN_FACTS:
+        if any(fact.startswith(prefix) for fact in when):
+            return domain
+    for domain, words in _DOMAIN_WORDS:
+        if words.search(around):
+            return domain
+    return "runner"
 
 
 @dataclass(frozen=True)
@@ -54,11 +98,21 @@ class Draft:
 
 
 def error_line(lines: list[str]) -> int:
-    """The index of the first line that reads as an error, else of the last non-empty line."""
-    for index, line in enumerate(lines):
-        if _ERROR_LINE.search(line):
-            return index
+    """The index of the line a draft is built from: the first error line that says what went
+    wrong, else the first one that only relays a failure (a linker driver's "linker command
+    failed", a container build's "failed to solve"), else the last non-empty line. Quoted prose
+    (a reply's `> ` lines) is passed over while anything else reads as an error."""
+    errors = [i for i, line in enumerate(lines) if _ERROR_LINE.search(line)]
+    unquoted = [i for i in errors if not _QUOTED.match(lines[i])] or errors
+    telling = [i for i in unquoted if not _RELAY_LINE.search(lines[i])]
+    if telling or unquoted:
+        return (telling or unquoted)[0]
     return max((i for i, line in enumerate(lines) if line.strip()), default=0)
+
+
+def reads_as_error(line: str) -> bool:
+    """Whether a line reads as an error (the draft of a log with none says so)."""
+    return _ERROR_LINE.search(line) is not None
 
 
 def signature_of(line: str) -> str:
@@ -133,8 +187,9 @@ def draft(
     ident = rule_id(line, taken_ids)
     fixture_file = f"{ident}/match.log"
     fixture = "\n".join(lines[max(0, index - FIXTURE_BEFORE) : index + FIXTURE_AFTER + 1]) + "\n"
-    rule: dict[str, object] = {"id": ident, "title": f"Draft: {line.strip()[:100]}", "domain": "platform"}
     when = when_of(cell, log_facts)
+    domain = domain_of(line, when, fixture)
+    rule: dict[str, object] = {"id": ident, "title": f"Draft: {line.strip()[:100]}", "domain": domain}
     if when:
         rule["when"] = when
     rule |= {
@@ -151,7 +206,12 @@ def draft(
         assert isinstance(fixtures, list)
         fixtures[0]["cell"] = {k: v for k, v in cell.items() if k in _WHEN_FACTS and v}
     text = yaml.safe_dump([rule], sort_keys=False, allow_unicode=True, width=100)
-    header = (
+    no_error = (
+        "# No line of this log reads as an error (is it the log of a failed build?): the signature\n"
+        "# below is its last line. Put the failing line there instead.\n"
+        if not any(reads_as_error(text) for text in lines) else ""
+    )
+    header = no_error + (
         "# A rule for this failure, drafted by ci-matrix: put it under `rules:` in a project rule\n"
         f"# file and its fixture at fixtures/{fixture_file} beside that file\n"
         "# (`ci-matrix rules draft LOG --write FILE` does both), then write the explanation, fix and\n"

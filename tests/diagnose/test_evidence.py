@@ -196,6 +196,53 @@ def test_a_draft_becomes_a_rule_that_passes_rules_test(capsys: pytest.CaptureFix
     assert again["findings"][0]["rule"] == "draft-error-unknown-type-name-foo"
 
 
+@pytest.mark.parametrize(
+    ("log", "line", "domain"),
+    [
+        # rustc's note: Apple's ld says what went wrong, clang's driver only that the link failed
+        ("  = note: clang: warning: argument unused during compilation: '-pie'\n"
+         "          ld: unknown option: --as-needed\n"
+         "          clang: error: linker command failed with exit code 1 (use -v to see invocation)\n"
+         "error: could not compile `hello` (bin \"hello\") due to 1 previous error\n",
+         "ld: unknown option: --as-needed", "runner"),
+        # a Python traceback in a container build: its exception, not the header or BuildKit's wrapper
+        ("Traceback (most recent call last):\n  File \"setup.py\", line 40, in <module>\n"
+         "    arch_list[-1] += '+PTX'\nIndexError: list index out of range\n"
+         "ERROR: failed to solve: process \"/bin/sh -c pip install .\" did not complete successfully: exit code: 1\n",
+         "IndexError: list index out of range", "runner"),
+        # a reply's prose above the tool's own line
+        ("When I build I get this error:\n"
+         "cargo:warning=protoc failed\nfoo.proto:1:10: Unrecognized syntax identifier \"proto3\".\n"
+         "error: failed to run custom build command for `prost-build v0.11.0`\nprotoc: error: exit status 1\n",
+         "protoc: error: exit status 1", "rust"),
+        ("nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'\n",
+         "nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'", "cuda"),
+    ],
+)
+def test_a_draft_is_built_from_the_line_that_says_what_went_wrong(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, log: str, line: str, domain: str
+) -> None:
+    path = tmp_path / "build.log"
+    path.write_text(log, encoding="utf-8")
+    assert main(["rules", "draft", str(path)], {}) == 0
+    text = capsys.readouterr().out
+    title = next(row for row in text.splitlines() if row.startswith("  title: "))
+    assert line in title.replace("''", "'"), title
+    assert f"  domain: {domain}\n" in text
+    assert "No line of this log reads as an error" not in text
+
+
+def test_a_draft_of_a_log_with_no_error_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "build.log"
+    path.write_text("warning: unused variable `x`\n  --> src/main.rs:2:9\n"
+                    "    Finished `dev` profile [unoptimized + debuginfo] target(s) in 0.53s\n", encoding="utf-8")
+    assert main(["rules", "draft", str(path)], {}) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# No line of this log reads as an error (is it the log of a failed build?)")
+    assert r"target\(s\) in \d+(?:\.\d+)?s" in text  # a duration is volatile, all of it
+    assert "  domain: rust\n" in text  # cargo's words, as the log's facts say too
+
+
 def test_a_draft_with_a_cell_says_where_it_was_seen(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     manifest = tmp_path / "ci-matrix.yml"
     manifest.write_text("builds:\n  k:\n    platforms: [linux-x86_64]\n    cuda: {versions: ['12.4'], archs: [sm_80]}\n"
