@@ -54,6 +54,7 @@ class Finding:
     unknown: tuple[str, ...] = ()  # facts its conditions need that neither cell nor log gave
     refined_from: str = ""  # the generic rule whose log line this finding explains
     maybe: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (rule, unknown facts) that could refine it
+    generic: bool = False  # the rule names a symptom with many causes (a crash), not one cause
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,9 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
     pattern = rule.diagnosis.patterns[index]
     fallback = index >= len(rule.diagnosis.signatures)
     confidence = 0 if fallback else 2 if verdict.truth is Truth.HOLDS else 1
+    # A generic rule's line tells the symptom, not which of its causes: at most medium, though
+    # it ranks as its signature and facts say.
+    shown = min(confidence, 1) if rule.diagnosis.generic else confidence
     return replace(
         _base(rule),
         matched_by="log",
@@ -170,7 +174,8 @@ def _from_log(rule: Rule, hit: Hit, facts: Facts) -> Finding | RuledOut:
         rank=_rank(rule, confidence, scoped=scope is not None, pattern=len(pattern), line=hit.line),
         reached_by="fallback" if fallback
         else "signature+evidence" if scope is not None and verdict.truth is Truth.HOLDS else "signature",
-        confidence=CONFIDENCE[confidence],
+        confidence=CONFIDENCE[shown],
+        generic=rule.diagnosis.generic,
         evidence=_evidence_of(verdict.facts, facts) if verdict.truth is Truth.HOLDS else (),
         unknown=verdict.facts if verdict.truth is Truth.UNKNOWN else (),
     )

@@ -26,6 +26,7 @@ def finding_record(finding: Finding) -> dict[str, Any]:
         "references": list(finding.references),
         "reached-by": finding.reached_by,
         "confidence": finding.confidence,
+        "generic": finding.generic,
         "evidence": [evidence_record(e) for e in finding.evidence],
         "unknown": list(finding.unknown),
     }
@@ -127,7 +128,8 @@ def how(finding: Finding) -> str:
     """How a finding was reached and how sure it is, in a few words."""
     refined = f"; it refines the generic {finding.refined_from}" if finding.refined_from else ""
     unknown = f"; not known: {', '.join(finding.unknown)}" if finding.unknown else ""
-    return f"{finding.confidence} confidence: {REACHED[finding.reached_by]}{refined}{unknown}"
+    generic = "; a symptom many causes share (the explanation lists them)" if finding.generic else ""
+    return f"{finding.confidence} confidence: {REACHED[finding.reached_by]}{refined}{generic}{unknown}"
 
 
 def evidence_lines(items: Sequence[Evidence]) -> list[str]:

@@ -338,3 +338,20 @@ def test_rules_test_of_a_project_runs_its_own_fixtures_and_builtin_adds_the_rest
     assert main(["rules", "test", "--manifest", manifest, "--builtin"], {}) == 0
     out = capsys.readouterr().out
     assert f"{1 + sum(len(r.fixtures) for r in part)} passed, 0 failed" in out and "project's" not in out
+
+
+def test_a_generic_rule_is_named_with_medium_confidence_and_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Its line tells the symptom (a legalization failure), not which of the causes it lists.
+    log = tmp_path / "compile.log"
+    log.write_text("iree-compile model.mlir --iree-hal-target-backends=llvm-cpu\n"
+                   "model.mlir:3:8: error: failed to legalize operation 'stablehlo.custom_call' that was explicitly"
+                   " marked illegal\n", encoding="utf-8")
+    finding = diagnose(capsys, log)["findings"][0]
+    assert (finding["rule"], finding["generic"], finding["confidence"]) == ("iree-legalization-failure", True, "medium")
+    main(["diagnose", str(log)], {})
+    assert "medium confidence: its log signature; a symptom many causes share" in capsys.readouterr().out
+    # A specific rule's own line is high confidence.
+    specific = diagnose(capsys, FIXTURES / "cuda-out-of-memory" / "match.log")["findings"][0]
+    assert (specific["rule"], specific["generic"], specific["confidence"]) == ("cuda-out-of-memory", False, "high")
