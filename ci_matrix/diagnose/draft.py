@@ -31,7 +31,8 @@ _ERROR_LINE = re.compile(
     r"|\bpanicked at\b|Segmentation fault|\bAssertion\b.*\bfailed\b|^Traceback \(most recent call last\)"
     r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b"
     r"|^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b(?::|$)"  # a Python exception's last line
-    r"|\b(?:ld|ld\.lld|ld64\.lld|rust-lld|lld-link)(?:\.exe)?: (?!warning))"  # a linker's own message
+    r"|\b(?:ld|ld\.lld|ld64\.lld|rust-lld|lld-link)(?:\.exe)?: (?!warning)"  # a linker's own message
+    r"|\bCMake Error\b|\bError response from daemon\b|^E: |\bnpm ERR!|^Err:\d+ )"  # CMake, Docker, apt, npm
 )
 # Error lines that only relay a failure told above or below them: a driver's or build tool's
 # summary, a container build's wrapper, a traceback's header. A draft built from one of these
@@ -46,6 +47,7 @@ _RELAY_LINE = re.compile(
     r"|returned a non-zero code|exited with code \d+|Error \d+\s*$"
     r"|\b(?:error|Error|ERROR)\s*:\s*$)"  # "I get this error:": what follows says what went wrong
 )
+_HEADING = re.compile(r"\bCMake Error\b.*:\s*$")  # the message follows, indented
 _QUOTED = re.compile(r"^\s*>")  # a quoted reply's prose (an e-mail, a forum post)
 # Volatile parts of a line, most specific first, each with the RE2 that stands for it.
 _VOLATILE = (
@@ -64,6 +66,8 @@ _WHEN_FACTS = ("platform", "os", "cpu", "rust-toolchain", "rust-channel", "rust-
 
 # A draft's domain: the tool its error line names, else the facts seen (the cell's or the log's).
 _DOMAIN_WORDS = (
+    ("runner", re.compile(r"\b(?:docker|podman|buildx|daemon|apt-get|dpkg|npm|git|GITHUB_\w+)\b|^E: |^Err:\d+ "
+                          r"|\b(?:manifest unknown|pull access denied)\b")),
     ("iree", re.compile(r"\biree[-_]|\bIREE\b|\bmlir\b|\bMLIR\b")),
     ("cuda", re.compile(r"\b(?:nvcc|ptxas|cudafe\+\+|cicc|nvlink|nvrtc|cuda\w*|CUDA\w*|cublas\w*|cudnn\w*"
                         r"|NCCL|nccl)\b")),
@@ -106,7 +110,12 @@ def error_line(lines: list[str]) -> int:
     unquoted = [i for i in errors if not _QUOTED.match(lines[i])] or errors
     telling = [i for i in unquoted if not _RELAY_LINE.search(lines[i])]
     if telling or unquoted:
-        return (telling or unquoted)[0]
+        index = (telling or unquoted)[0]
+        # CMake's "CMake Error at file:line (command):" heads its message, indented below it.
+        if _HEADING.search(lines[index]) and index + 1 < len(lines) and lines[index + 1][:1].isspace() \
+                and lines[index + 1].strip():
+            return index + 1
+        return index
     return max((i for i, line in enumerate(lines) if line.strip()), default=0)
 
 

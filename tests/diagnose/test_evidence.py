@@ -215,6 +215,15 @@ def test_a_draft_becomes_a_rule_that_passes_rules_test(capsys: pytest.CaptureFix
          "cargo:warning=protoc failed\nfoo.proto:1:10: Unrecognized syntax identifier \"proto3\".\n"
          "error: failed to run custom build command for `prost-build v0.11.0`\nprotoc: error: exit status 1\n",
          "protoc: error: exit status 1", "rust"),
+        # CMake heads its message: the draft takes the message, not the heading
+        ("-- The CUDA compiler identification is unknown\n"
+         "CMake Error in /tmp/b/CMakeFiles/CMakeTmp/CMakeLists.txt:\n"
+         "  CUDA_ARCHITECTURES is empty for target \"cmTC_5a1f2\".\n\n-- Configuring incomplete, errors occurred!\n",
+         'CUDA_ARCHITECTURES is empty for target "cmTC_5a1f2".', "cuda"),
+        # Docker's error about an image of CUDA is the registry's, not CUDA's
+        ("Unable to find image 'nvidia/cuda:10.1-cudnn7-runtime' locally\n"
+         "docker: Error response from daemon: manifest for nvidia/cuda:10.1-cudnn7-runtime not found: manifest unknown.\n",
+         "docker: Error response from daemon: manifest for nvidia/cuda", "runner"),
         ("nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'\n",
          "nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'", "cuda"),
     ],
