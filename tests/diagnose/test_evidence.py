@@ -222,7 +222,8 @@ def test_a_draft_becomes_a_rule_that_passes_rules_test(capsys: pytest.CaptureFix
          'CUDA_ARCHITECTURES is empty for target "cmTC_5a1f2".', "cuda"),
         # Docker's error about an image of CUDA is the registry's, not CUDA's
         ("Unable to find image 'nvidia/cuda:10.1-cudnn7-runtime' locally\n"
-         "docker: Error response from daemon: manifest for nvidia/cuda:10.1-cudnn7-runtime not found: manifest unknown.\n",
+         "docker: Error response from daemon: manifest for nvidia/cuda:10.1-cudnn7-runtime not found: "
+         "manifest unknown.\n",
          "docker: Error response from daemon: manifest for nvidia/cuda", "runner"),
         ("nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'\n",
          "nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'", "cuda"),
