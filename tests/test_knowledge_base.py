@@ -54,6 +54,24 @@ def test_a_broken_builtin_file_is_named_with_its_line_not_a_traceback(
     assert "YAML syntax error" in problem.message
 
 
+def test_a_builtin_rule_missing_a_required_key_is_named_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Valid YAML that the schema rejects: the fast path does not validate, so it must check in
+    # full before it fails (a helper met a KeyError traceback on every command this way).
+    from ci_matrix.errors import ConfigError
+
+    broken = ("rules:\n  - id: x\n    title: a\n    domain: rust\n    diagnosis:\n"
+              "      signatures: ['x failed']\n      fix: f\n    references: [https://example.org]\n")
+    monkeypatch.setattr(files, "builtin_rule_files", lambda: [("ci_matrix/knowledge/broken.yaml", broken)])
+    files.trusted_builtin_rules.cache_clear()
+    try:
+        with pytest.raises(ConfigError) as raised:
+            files.trusted_builtin_rules()
+    finally:
+        files.trusted_builtin_rules.cache_clear()
+    assert any(p.file == "ci_matrix/knowledge/broken.yaml" and p.line == 6 and "explanation" in p.message
+               for p in raised.value.problems), raised.value.problems
+
+
 def test_the_knowledge_base_covers_the_domains_users_meet() -> None:
     rules = builtin_rules()
     assert len(rules) >= 40

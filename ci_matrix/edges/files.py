@@ -257,7 +257,13 @@ def trusted_builtin_rules() -> tuple[Rule, ...]:
         compiled = [(_builtin_data(name, text), _id_lines(text)) for name, text in found_files]
     rules: list[Rule] = []
     for (name, _), (data, lines) in zip(found_files, compiled, strict=True):
-        found, problems = rules_from_document(Document(name, data), known_facts())
+        try:
+            found, problems = rules_from_document(Document(name, data), known_facts())
+        except (KeyError, TypeError, ValueError, AttributeError):
+            # A file that is not what the schema says (an edited install, a rule being written):
+            # checked in full, to say where, rather than a traceback from the reader.
+            builtin_rules()
+            raise
         if problems:
             raise ConfigError(problems)
         rules += [replace(rule, origin=f"{name}:{lines.get(rule.id, 1)}") for rule in found]
