@@ -141,8 +141,10 @@ def rules(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         from ci_matrix.diagnose.fixtures import run_fixture_tests
 
         # A project's own rules by default: the built-in ones have their own test, some 4,000 logs.
-        builtin = {r.id for r in files.trusted_builtin_rules()}
-        own = None if not args.manifest or args.builtin else [r for r in known if r.id not in builtin]
+        own = None
+        if args.manifest and not args.builtin:
+            builtin = {r.id for r in files.trusted_builtin_rules()}
+            own = [r for r in known if r.id not in builtin]
         return run_fixture_tests(known, args.format, out, own)
     from ci_matrix.core.rule_listing import listing
 

@@ -101,27 +101,21 @@ class Draft:
     fixture: str
 
 
-def error_line(lines: list[str]) -> int:
+def error_line(lines: list[str]) -> int | None:
     """The index of the line a draft is built from: the first error line that says what went
     wrong, else the first one that only relays a failure (a linker driver's "linker command
-    failed", a container build's "failed to solve"), else the last non-empty line. Quoted prose
-    (a reply's `> ` lines) is passed over while anything else reads as an error."""
+    failed", a container build's "failed to solve"); None where no line reads as an error.
+    Quoted prose (a reply's `> ` lines) is passed over while anything else reads as an error."""
     errors = [i for i, line in enumerate(lines) if _ERROR_LINE.search(line)]
+    if not errors:
+        return None
     unquoted = [i for i in errors if not _QUOTED.match(lines[i])] or errors
-    telling = [i for i in unquoted if not _RELAY_LINE.search(lines[i])]
-    if telling or unquoted:
-        index = (telling or unquoted)[0]
-        # CMake's "CMake Error at file:line (command):" heads its message, indented below it.
-        if _HEADING.search(lines[index]) and index + 1 < len(lines) and lines[index + 1][:1].isspace() \
-                and lines[index + 1].strip():
-            return index + 1
-        return index
-    return max((i for i, line in enumerate(lines) if line.strip()), default=0)
-
-
-def reads_as_error(line: str) -> bool:
-    """Whether a line reads as an error (the draft of a log with none says so)."""
-    return _ERROR_LINE.search(line) is not None
+    index = ([i for i in unquoted if not _RELAY_LINE.search(lines[i])] or unquoted)[0]
+    # CMake's "CMake Error at file:line (command):" heads its message, indented below it.
+    if _HEADING.search(lines[index]) and index + 1 < len(lines) and lines[index + 1][:1].isspace() \
+            and lines[index + 1].strip():
+        return index + 1
+    return index
 
 
 def signature_of(line: str) -> str:
@@ -191,7 +185,8 @@ def draft(
 ) -> Draft:
     """The rule draft for a failed build's log."""
     lines = log_text.splitlines()
-    index = error_line(lines)
+    found = error_line(lines)
+    index = found if found is not None else max((i for i, text in enumerate(lines) if text.strip()), default=0)
     line = lines[index] if lines else ""
     ident = rule_id(line, taken_ids)
     fixture_file = f"{ident}/match.log"
@@ -218,7 +213,7 @@ def draft(
     no_error = (
         "# No line of this log reads as an error (is it the log of a failed build?): the signature\n"
         "# below is its last line. Put the failing line there instead.\n"
-        if not any(reads_as_error(text) for text in lines) else ""
+        if found is None else ""
     )
     header = no_error + (
         "# A rule for this failure, drafted by ci-matrix: put it under `rules:` in a project rule\n"
