@@ -40,8 +40,12 @@ def test_diagnose_benchmark_prints_scan_and_grep_for_every_log(tmp_path: Path) -
 
 def test_fixtures_benchmark_prints_both_trees_and_their_ratio() -> None:
     root = BENCH.parent
-    out = run_bench(str(BENCH / "fixtures.py"), "--logs", "20", "--runs", "1", "--baseline-tree", str(root))
+    argv = ["--logs", "20", "--runs", "1", "--starts", "1", "--baseline-tree", str(root)]
+    out = run_bench(str(BENCH / "fixtures.py"), *argv)
     lines = out.splitlines()
     assert lines[0].startswith("diagnosis of 20 fixture logs") and "milliseconds per log" in lines[0]
     assert lines[1].lstrip().startswith("tree") and lines[2].lstrip().startswith("before")
     assert lines[3].lstrip().startswith("tree / before: ")
+    assert lines[4].startswith("cold start of `ci-matrix diagnose` on ")
+    assert [line.split()[0] for line in lines[5:8]] == ["python", "tree", "before"]
+    assert lines[8].lstrip().startswith("tree / before: ")

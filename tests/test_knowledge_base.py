@@ -163,6 +163,46 @@ def test_the_compiled_knowledge_base_gives_the_rules_the_yaml_gives(monkeypatch:
     assert [r.origin for r in compiled] == [r.origin for r in builtin_rules()]  # the same lines as the slow path
 
 
+def test_the_shipped_set_forms_are_generated_from_the_rule_files_and_the_scanner_code() -> None:
+    # Every diagnosis reads them instead of parsing some two thousand patterns again.
+    current = Path(str(files.SET_FORMS)).read_text(encoding="utf-8")
+    _assert_generated(current, files.set_forms_json(), "python -m ci_matrix.edges.files")
+
+
+def _diagnosed(log: bytes) -> list[str]:
+    from ci_matrix.edges import logs
+
+    logs.scanner_for.cache_clear()
+    files.shipped_set_forms.cache_clear()
+    try:
+        found = logs.diagnose_log(io.BytesIO(log), trusted_builtin_rules(), None, files.catalog().platforms)
+    finally:
+        logs.scanner_for.cache_clear()
+        files.shipped_set_forms.cache_clear()
+    return [f.rule for f in found.findings]
+
+
+def test_set_forms_made_by_other_scanner_code_are_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An install whose set-forms.json is stale, broken or from another version of the code:
+    # the scanner works the forms out itself, and a log is diagnosed as it always was.
+    log = b"nvcc fatal   : Unsupported gpu architecture 'compute_35'\n"
+    expected = _diagnosed(log)
+    assert expected
+    current = files.set_forms_json()
+    # Forms that look for nothing: with this code's key they are trusted, and the log is missed ...
+    poisoned = re.sub(r'^(".*": )\[.*\](,?)$', r'\1["never in any log", null, true, "never in any log"]\2',
+                      current, flags=re.MULTILINE)
+    assert poisoned != current
+    shipped = tmp_path / "set-forms.json"
+    monkeypatch.setattr(files, "SET_FORMS", shipped)
+    shipped.write_text(poisoned, encoding="utf-8")
+    assert _diagnosed(log) == []
+    # ... so only forms made by this very code are read: another key, or no file that parses, is ignored.
+    for text in [poisoned.replace(files._set_forms_key(), "0" * 64), "", "{}", "not json", current[:1000]]:
+        shipped.write_text(text, encoding="utf-8")
+        assert _diagnosed(log) == expected
+
+
 def test_the_rules_page_is_generated_from_the_data() -> None:
     expected = listing(builtin_rules(), "markdown")
     _assert_generated(DOCS.read_text(encoding="utf-8"), expected, "ci-matrix rules --format markdown > docs/rules.md")

@@ -29,6 +29,7 @@ The log is untrusted input of any size, so the scan is built to stay linear and 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -40,7 +41,7 @@ import re2
 
 from ci_matrix.diagnose.cleaning import ascii_marks, clean_pieces, count_newlines, strip_escapes
 from ci_matrix.diagnose.hits import Buffer, Found, Hit, complete_after, found_at, last_match, lines_before
-from ci_matrix.diagnose.tolerant import set_forms
+from ci_matrix.diagnose.tolerant import SetForms, set_forms
 
 CHUNK_SIZE = 2 << 20
 OVERLAP_LINES = 32  # the most lines one multi-line signature may span across pieces
@@ -84,12 +85,18 @@ class Signature:
 @dataclass(frozen=True)
 class _Compiled:
     key: str
-    regex: _Regex
+    pattern: str  # the signature's, its typographic marks as ASCII
     last_only: bool = False
     tolerant: str | None = None  # what the Set looks for in text with escapes (None: it cannot)
     plain: str = ""  # what the Set looks for in clean text: the pattern, or its core part
     exact: bool = True  # plain is the pattern itself
     confirm: str = ""  # the pattern as a Set reads it whole (see tolerant.SetForms)
+
+    @functools.cached_property
+    def regex(self) -> _Regex:
+        """The pattern compiled, when a Set first says it may be in a piece: most signatures
+        are never in a log, and RE2 compiles some two thousand in a third of a second."""
+        return _regex(self.key, self.pattern)
 
 
 @dataclass(frozen=True)
@@ -106,9 +113,14 @@ class _Carry:
 class Scanner:
     """Signatures compiled once into an RE2 Set, reusable for any number of logs."""
 
-    def __init__(self, signatures: Sequence[Signature]) -> None:
-        """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern."""
-        self._compiled = tuple(_compile(sig) for sig in _unique(signatures))
+    def __init__(self, signatures: Sequence[Signature], forms: Mapping[str, SetForms] | None = None) -> None:
+        """Compile ``signatures``; raise ``ValueError`` naming the key of a bad pattern.
+
+        ``forms``: Set forms worked out before, by pattern (the built-in knowledge base ships
+        them: working them out takes Python's regex parser about half a millisecond a
+        pattern, most of a diagnosis of a short log); a pattern not in it is worked out here."""
+        known = forms or {}
+        self._compiled = tuple(_compile(sig, known) for sig in _unique(signatures))
         self._order = {c.key: index for index, c in enumerate(self._compiled)}
         self._set = _split_set([f"(?m){c.plain}" for c in self._compiled], [c.exact for c in self._compiled])
         # Escapes stay in a piece only where every signature can step over them.
@@ -165,8 +177,8 @@ def _with_last(items: Iterable[_T]) -> Iterator[tuple[_T, bool]]:
 
 
 def _unique(signatures: Sequence[Signature]) -> Sequence[Signature]:
-    keys = [sig.key for sig in signatures]
-    duplicates = sorted({key for key in keys if keys.count(key) > 1})
+    counts = collections.Counter(sig.key for sig in signatures)
+    duplicates = sorted(key for key, count in counts.items() if count > 1)
     if duplicates:
         raise ValueError(f"duplicate signature keys: {', '.join(duplicates)}")
     return signatures
@@ -178,16 +190,26 @@ def _options() -> Any:
     return options
 
 
-def _compile(sig: Signature) -> _Compiled:
+def _compile(sig: Signature, forms: Mapping[str, SetForms]) -> _Compiled:
     pattern = ascii_marks(sig.pattern)  # the text it reads has its typographic marks as ASCII
+    found = forms.get(pattern)
+    if found is None:  # forms worked out before vouch for their pattern; this one is checked now
+        _regex(sig.key, pattern, sig.pattern)
+        found = set_forms(pattern)
+    return _Compiled(sig.key, pattern, sig.last_only, found.tolerant, found.plain, found.exact, found.confirm)
+
+
+def _regex(key: str, pattern: str, given: str = "") -> _Regex:
+    """``pattern`` compiled; ``ValueError`` naming ``key`` and the pattern as ``given`` where
+    RE2 rejects it or it matches an empty string."""
+    given = given or pattern
     try:
         regex = re2.compile("(?m)" + pattern, _options())
     except re2.error as exc:
-        raise ValueError(f"signature {sig.key}: RE2 rejects {sig.pattern!r}: {_reason(exc)}") from None
+        raise ValueError(f"signature {key}: RE2 rejects {given!r}: {_reason(exc)}") from None
     if regex.search(b"") is not None:
-        raise ValueError(f"signature {sig.key}: {sig.pattern!r} matches an empty string")
-    forms = set_forms(pattern)
-    return _Compiled(sig.key, regex, sig.last_only, forms.tolerant, forms.plain, forms.exact, forms.confirm)
+        raise ValueError(f"signature {key}: {given!r} matches an empty string")
+    return regex
 
 
 def _reason(exc: Exception) -> str:

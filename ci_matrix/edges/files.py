@@ -26,6 +26,7 @@ from ci_matrix.errors import ConfigError, Problem, UsageError
 
 if TYPE_CHECKING:
     from ci_matrix.diagnose.evidence import Extractors
+    from ci_matrix.diagnose.tolerant import SetForms
 
 DEFAULT_MANIFEST = "ci-matrix.yml"
 _PACKAGE = resources.files("ci_matrix")
@@ -379,5 +380,60 @@ def _axes_named_anywhere(root: Mapping[str, Any]) -> list[str]:
     return names
 
 
-if __name__ == "__main__":  # python -m ci_matrix.edges.files: rewrite knowledge/compiled.json
+SET_FORMS = _PACKAGE / "knowledge" / "set-forms.json"
+
+
+def _set_forms_key() -> str:
+    """What `set-forms.json` must have been made with: a hash of the code that works the
+    forms out (`diagnose/tolerant.py` and the escape run it steps over)."""
+    from ci_matrix.diagnose.cleaning import ESCAPE_RUN_RE2
+
+    digest = hashlib.sha256((_PACKAGE / "diagnose" / "tolerant.py").read_bytes())
+    digest.update(ESCAPE_RUN_RE2.encode())
+    return digest.hexdigest()
+
+
+def set_forms_json() -> str:
+    """The Set forms of every built-in signature and evidence extractor, by pattern, with the
+    hash of the code that worked them out, for `knowledge/set-forms.json` (`python -m
+    ci_matrix.edges.files` writes it). One pattern a line, so that a rule's change is a few
+    lines of its diff."""
+    from ci_matrix.diagnose.cleaning import ascii_marks
+    from ci_matrix.diagnose.engine import signatures
+    from ci_matrix.diagnose.scanner import Scanner
+    from ci_matrix.diagnose.tolerant import set_forms
+
+    builtin = [*signatures(trusted_builtin_rules()), *extractors().signatures()]
+    Scanner(builtin)  # every pattern checked (RE2 takes it, it matches no empty string): the file vouches for them
+    patterns = {ascii_marks(sig.pattern) for sig in builtin}
+    lines = [json.dumps({"key": _set_forms_key()})[:-1] + ', "forms": {']
+    for n, pattern in enumerate(sorted(patterns)):
+        forms = set_forms(pattern)
+        entry = [forms.plain, forms.tolerant, forms.exact, forms.confirm]
+        lines.append(json.dumps(pattern, ensure_ascii=False) + ": " + json.dumps(entry, ensure_ascii=False)
+                     + ("," if n < len(patterns) - 1 else ""))
+    return "\n".join([*lines, "}}"]) + "\n"
+
+
+@functools.cache
+def shipped_set_forms() -> Mapping[str, SetForms]:
+    """The Set forms `set-forms.json` holds, by pattern, or none where it is missing,
+    unreadable or was made by other code than this (each entry is keyed by its pattern, so
+    rules edited since only miss theirs: the scanner works those out and checks them). A
+    pattern found here was checked when the file was written, so the scanner compiles it
+    only when a log may hold it."""
+    from ci_matrix.diagnose.tolerant import SetForms
+
+    try:
+        shipped = json.loads(SET_FORMS.read_text(encoding="utf-8"))
+        if shipped["key"] != _set_forms_key():
+            return {}
+        return {pattern: SetForms(plain, tolerant, exact, confirm)
+                for pattern, (plain, tolerant, exact, confirm) in shipped["forms"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+if __name__ == "__main__":  # python -m ci_matrix.edges.files: rewrite knowledge/compiled.json and set-forms.json
     Path(str(COMPILED)).write_text(compiled_knowledge(), encoding="utf-8")
+    Path(str(SET_FORMS)).write_text(set_forms_json(), encoding="utf-8")

@@ -28,7 +28,7 @@ DRAFT_BYTES = 256 << 10
 def scanner_for(rules: tuple[Rule, ...]) -> Scanner:
     """One compiled scanner per knowledge base (RE2 compiles once): every rule's signatures
     and every evidence extractor, found in the same pass."""
-    return Scanner([*signatures(rules), *files.extractors().signatures()])
+    return Scanner([*signatures(rules), *files.extractors().signatures()], files.shipped_set_forms())
 
 
 def diagnose_log(
