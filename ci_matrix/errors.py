@@ -15,7 +15,7 @@ class ExitCode(enum.IntEnum):
     """Exit codes of ci-matrix's own failures; a build's exit code is passed through as is."""
 
     OK = 0
-    FAILED = 1  # a check failed: rules test, validate found problems in data, diagnose found failures
+    FAILED = 1  # a check failed: rules test, validate found problems in data
     USAGE = 64  # EX_USAGE: wrong command-line arguments, unknown cell
     UNAVAILABLE = 69  # EX_UNAVAILABLE: a toolchain the cell asks for cannot be set up (before the build)
     CONFIG = 78  # EX_CONFIG: the manifest or a rule file is broken
