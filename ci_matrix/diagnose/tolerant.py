@@ -26,7 +26,7 @@ from ci_matrix.diagnose.cleaning import ESCAPE_RUN_RE2
 
 # Syntax that RE2 and Python read differently (POSIX classes, Unicode classes, quoting,
 # RE2's \C and \z, Perl's named groups and RE2's ungreedy flag): refused, not guessed.
-_UNSAFE = ("[[:", r"\p", r"\P", r"\Q", r"\E", r"\C", r"\z", "(?<", "(?U")
+_UNSAFE = re.compile(r"\[\[:|(?<!\\)(?:\\\\)*\\[pPQECz]|\(\?<|\(\?U")  # a backslash escaped itself is a literal
 _CATEGORIES = {
     sre.CATEGORY_DIGIT: r"\d",
     sre.CATEGORY_NOT_DIGIT: r"\D",
@@ -83,7 +83,7 @@ def set_forms(pattern: str) -> SetForms:
 
 def _forms(pattern: str, *, core: bool) -> SetForms:
     """``pattern``'s Set forms; ``core``: whether a gapped pattern may stand by its core."""
-    if any(token in pattern for token in _UNSAFE):
+    if _UNSAFE.search(pattern):
         return SetForms(pattern, None, True, pattern)
     try:
         tree = sre_parse.parse(pattern)

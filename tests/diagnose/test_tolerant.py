@@ -68,6 +68,21 @@ def test_syntax_read_differently_by_re2_and_python_is_refused(pattern: str) -> N
     assert escape_tolerant(pattern) is None
 
 
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (r"envs\\[^\\]+\\Scripts\\python\.exe", rb"C:\envs\rp\Scripts\python.exe"),
+        (r"C:\\Qt\\bin", rb"C:\Qt\bin"),
+        (r"x\\\\zlib", rb"x\\zlib"),
+    ],
+)
+def test_a_backslash_escaped_before_such_a_letter_is_only_a_backslash(pattern: str, text: bytes) -> None:
+    # "\\python" is a literal backslash and "python", not RE2's \p: the pattern can step over escapes
+    rewritten = escape_tolerant(pattern)
+    assert rewritten is not None and re2.compile(pattern).search(text)
+    assert re2.compile(rewritten).search(text.replace(b"\\", b"\x1b[1m\\\x1b[0m", 1))
+
+
 def test_a_repeat_that_already_runs_over_escapes_is_left_as_it_is() -> None:
     # A smaller DFA: `[^\n]*` and `.+` take escapes as they come; a bounded repeat, or a
     # class that leaves out a byte an escape may hold, still steps over them.
