@@ -44,6 +44,7 @@ class Scored:
     confidence: str
     right: bool
     source: str
+    audited: bool = False  # a blind label audit moved its label (its `relabel` says so)
 
 
 def entries(split: str, round_: int | None = None) -> list[dict]:
@@ -81,7 +82,8 @@ def score(entry: dict) -> Scored:
         allowed = set(entry.get("accept", [])) | generic
         right = first is None or (first in allowed and first != expect)
     confidence = found.findings[0].confidence if found.findings else ""
-    return Scored(entry["id"], entry["domain"], entry["kind"], expect, got, confidence, right, entry["source"])
+    audited = "blind label audit" in str(entry.get("relabel", ""))
+    return Scored(entry["id"], entry["domain"], entry["kind"], expect, got, confidence, right, entry["source"], audited)
 
 
 def figures(scored: list[Scored]) -> dict[str, float | int]:
@@ -125,7 +127,8 @@ def thread_of(url: str) -> str:
 def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
     """Figures per domain, per source kind (upstream threads or runs here), for the logs from
     threads the knowledge base does not cite, for those of them that expect no rule written
-    from a held-out proposal ("strictly held out"), and overall."""
+    from a held-out proposal and whose label no blind audit moved ("strictly held out"), and
+    overall."""
     groups: dict[str, list[Scored]] = defaultdict(list)
     cited, proposed = cited_threads(), held_out_proposals()
     for s in scored:
@@ -133,7 +136,7 @@ def report(scored: list[Scored]) -> dict[str, dict[str, float | int]]:
         groups["upstream logs" if s.source.startswith("http") else "runs here"].append(s)
         if thread_of(s.source) not in cited:
             groups["uncited threads"].append(s)
-            if s.expect not in proposed:
+            if s.expect not in proposed and not s.audited:
                 groups["strictly held out"].append(s)
     table = {name: figures(items) for name, items in sorted(groups.items())}
     table["overall"] = figures(scored)
