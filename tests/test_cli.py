@@ -193,6 +193,23 @@ def test_render_imports_no_github_client_and_no_regex_engine_it_does_not_need() 
     assert done.stdout.strip() == "[]"
 
 
+def test_diagnosing_a_log_loads_no_schema_validator_and_no_github_client(tmp_path) -> None:
+    # A failed cell's diagnosis reads only the built-in rules' compiled data: jsonschema (some
+    # 100 ms of imports) is for files a user wrote, and is loaded only when one is checked.
+    log = tmp_path / "build.log"
+    log.write_text("nvcc fatal   : Unsupported gpu architecture 'compute_35'\n", encoding="utf-8")
+    code = (
+        "import sys, io, contextlib\n"
+        "from ci_matrix.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        f"    assert main(['diagnose', {str(log)!r}], environ={{}}) == 0\n"
+        "assert 'cuda-arch-kepler-removed-in-cuda-12' in out.getvalue(), out.getvalue()\n"
+        "print(sorted(m for m in ('jsonschema', 'github3', 'requests', 'ruamel.yaml') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.strip() == "[]"
+
+
 def test_pre_commit_hook_runs_validate_on_the_files_it_is_given(tmp_path) -> None:
     import yaml
 

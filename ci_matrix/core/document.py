@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 import yaml
 
 from ci_matrix.errors import Problem
@@ -139,6 +138,8 @@ def parse_yaml(text: str, file: str) -> tuple[Document | None, list[Problem]]:
 
 def schema_problems(document: Document, schema: Mapping[str, Any]) -> list[Problem]:
     """Every violation of `schema` in the document, located and explained."""
+    import jsonschema  # only where a document is checked: the built-in files' fast path never is
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(document.root), key=_error_order)
     problems: list[Problem] = []
