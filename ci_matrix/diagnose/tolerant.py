@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
+
+try:  # Python 3.11 and newer
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10 (the oldest pyproject.toml allows): the same modules, older names
+    import sre_constants as sre
+    import sre_parse
 
 from ci_matrix.diagnose.cleaning import ESCAPE_RUN_RE2
 

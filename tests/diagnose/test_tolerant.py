@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,25 @@ def test_the_escape_tolerant_set_looks_for_a_short_head_every_match_holds() -> N
     for raw in (b"\x1b[33mnetwork failure\x1b[0m seems", b"failed to \x1b[1mfetch `https://x`"):
         assert re2.search("(?m)" + tolerant, raw), raw
     assert set_forms(r"ab[^\n]*cd").tolerant.count("\\x1b") > 2  # no head: the pattern itself
+
+
+def test_python_3_10s_regex_parser_modules_give_the_same_forms() -> None:
+    # pyproject.toml allows Python 3.10, the python3 of Ubuntu 22.04 runners, which the action
+    # uses by default; it has no re._parser, so tolerant.py falls back to sre_parse there (it
+    # once raised ImportError at `ci-matrix diagnose`). Here that fallback runs, with re._parser
+    # and re._constants made unimportable and 3.10's module names standing for them.
+    code = (
+        "import re, sys, types\n"
+        "for old, new in (('re._constants', 'sre_constants'), ('re._parser', 'sre_parse')):\n"
+        "    module = types.ModuleType(new)\n"
+        "    module.__dict__.update((k, v) for k, v in vars(sys.modules[old]).items() if k[:2] != '__')\n"
+        "    sys.modules[new] = module; sys.modules[old] = None; delattr(re, old[3:])\n"
+        "from ci_matrix.diagnose import tolerant\n"
+        "assert tolerant.sre_parse.__name__ == 'sre_parse', tolerant.sre_parse.__name__\n"
+        "print(repr(tolerant.set_forms(sys.argv[1])))\n"
+    )
+    pattern = r"error\[E0(?:463|514)\]: can't find crate for `(?:core|std)`(?: \w+)?$"
+    root = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-c", code, pattern]
+    fallback = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=root)
+    assert fallback.stdout.strip() == repr(set_forms(pattern))
