@@ -82,7 +82,7 @@ def score(entry: dict) -> Scored:
         allowed = set(entry.get("accept", [])) | generic
         right = first is None or (first in allowed and first != expect)
     confidence = found.findings[0].confidence if found.findings else ""
-    audited = "blind label audit" in str(entry.get("relabel", ""))
+    audited = "audit" in str(entry.get("relabel", ""))  # "blind label audit", or an early session's "audit"
     return Scored(entry["id"], entry["domain"], entry["kind"], expect, got, confidence, right, entry["source"], audited)
 
 
