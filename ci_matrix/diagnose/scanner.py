@@ -199,6 +199,13 @@ def _compile(sig: Signature, forms: Mapping[str, SetForms]) -> _Compiled:
     return _Compiled(sig.key, pattern, sig.last_only, found.tolerant, found.plain, found.exact, found.confirm)
 
 
+def checked_set_forms(signatures: Sequence[Signature]) -> dict[str, SetForms]:
+    """Each signature's Set forms by pattern (its typographic marks as ASCII), every pattern
+    checked as a scanner checks one it has no forms for: what `knowledge/set-forms.json` holds."""
+    compiled = (_compile(sig, {}) for sig in _unique(signatures))
+    return {c.pattern: SetForms(c.plain, c.tolerant, c.exact, c.confirm) for c in compiled}
+
+
 def _regex(key: str, pattern: str, given: str = "") -> _Regex:
     """``pattern`` compiled; ``ValueError`` naming ``key`` and the pattern as ``given`` where
     RE2 rejects it or it matches an empty string."""

@@ -398,20 +398,16 @@ def set_forms_json() -> str:
     hash of the code that worked them out, for `knowledge/set-forms.json` (`python -m
     ci_matrix.edges.files` writes it). One pattern a line, so that a rule's change is a few
     lines of its diff."""
-    from ci_matrix.diagnose.cleaning import ascii_marks
     from ci_matrix.diagnose.engine import signatures
-    from ci_matrix.diagnose.scanner import Scanner
-    from ci_matrix.diagnose.tolerant import set_forms
+    from ci_matrix.diagnose.scanner import checked_set_forms
 
-    builtin = [*signatures(trusted_builtin_rules()), *extractors().signatures()]
-    Scanner(builtin)  # every pattern checked (RE2 takes it, it matches no empty string): the file vouches for them
-    patterns = {ascii_marks(sig.pattern) for sig in builtin}
+    # every pattern checked (RE2 takes it, it matches no empty string): the file vouches for them
+    by_pattern = checked_set_forms([*signatures(trusted_builtin_rules()), *extractors().signatures()])
     lines = [json.dumps({"key": _set_forms_key()})[:-1] + ', "forms": {']
-    for n, pattern in enumerate(sorted(patterns)):
-        forms = set_forms(pattern)
+    for n, (pattern, forms) in enumerate(sorted(by_pattern.items())):
         entry = [forms.plain, forms.tolerant, forms.exact, forms.confirm]
         lines.append(json.dumps(pattern, ensure_ascii=False) + ": " + json.dumps(entry, ensure_ascii=False)
-                     + ("," if n < len(patterns) - 1 else ""))
+                     + ("," if n < len(by_pattern) - 1 else ""))
     return "\n".join([*lines, "}}"]) + "\n"
 
 
