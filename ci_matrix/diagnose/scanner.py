@@ -33,7 +33,8 @@ import collections
 import dataclasses
 import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+import itertools
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 
@@ -145,6 +146,20 @@ class Scanner:
             raise ValueError("context must not be negative")
         run = _Run(self._compiled, context, self._order)
         overlap = min(OVERLAP_BYTES, chunk_size)
+        buffers = _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy)
+        ahead, size = [], 0
+        for buf in buffers:
+            ahead.append(buf)
+            size += len(buf.data)
+            if size >= chunk_size:
+                break
+        else:
+            # A log shorter than a chunk (most build steps' logs; the line end that closes an
+            # unfinished last line comes as a buffer of its own) has nothing to overlap:
+            # threads would only cost their start.
+            for buf, final in _with_last(ahead):
+                run.absorb(run.prepare(buf, self._matcher(buf.data)(buf.data), _Inline()), final=final)
+            return run.hits()
         # Three steps per buffer, each on its own thread where it can run beside the others:
         # the main thread cleans buffer n+1 (in _buffers) and locates in buffer n-1; one
         # worker runs the Set on buffer n; another the confirm Set of buffer n's uncertain
@@ -153,12 +168,23 @@ class Scanner:
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool,
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-confirm") as confirm,
         ):
-            buffers = _buffers(stream, chunk_size, context, overlap, escapes=not self._lazy)
-            jobs = ((buf, pool.submit(self._matcher(buf.data), buf.data)) for buf in buffers)
+            jobs = ((buf, pool.submit(self._matcher(buf.data), buf.data)) for buf in itertools.chain(ahead, buffers))
             steps = (run.prepare(buf, job.result(), confirm) for (buf, job), _ in _with_last(jobs))
             for step, final in _with_last(steps):
                 run.absorb(step, final=final)
         return run.hits()
+
+
+class _Inline(Executor):
+    """Runs each job where it is submitted (a scan of one buffer has nothing to overlap)."""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # handed on as the thread pool would hand it on
+            future.set_exception(error)
+        return future
 
 
 def _with_last(items: Iterable[_T]) -> Iterator[tuple[_T, bool]]:
@@ -347,7 +373,7 @@ class _Run:
         self._pending: dict[int, tuple[Buffer, bool]] = {}  # last-only index -> its last buffer
         self._tolerant: dict[str, _Regex] = {}  # escape-tolerant forms, compiled when first needed
 
-    def prepare(self, raw: Buffer, indices: Sequence[int] | None, pool: ThreadPoolExecutor) -> _Step:
+    def prepare(self, raw: Buffer, indices: Sequence[int] | None, pool: Executor) -> _Step:
         """The first step for one buffer and the indices of the signatures the Set saw in it:
         which of them may match there. Where many are uncertain, one Set of their confirm
         forms says which match, on ``pool``, while the main thread goes on (see :meth:`absorb`).
