@@ -32,8 +32,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
 import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
