@@ -28,7 +28,9 @@ def test_every_entry_has_its_log_source_label_and_half() -> None:
     for index in sorted(corpus.CORPUS.glob("index-*.yaml")):  # each round is split in halves on its own
         records = yaml.safe_load(index.read_text(encoding="utf-8"))
         assert all(e.get("split") in ("dev", "test") for e in records), f"{index.name}: run bench/corpus_split.py"
-        halves = Counter(e["split"] for e in records)
+        # Entries read before the split (while writing a rule) are dev from the start, as their
+        # relabel note says; the split deals the others.
+        halves = Counter(e["split"] for e in records if "dev from the start" not in e.get("relabel", ""))
         assert abs(halves["dev"] - halves["test"]) <= 1, index.name
 
 
@@ -50,17 +52,22 @@ def test_the_development_half_is_diagnosed_right() -> None:
     figures = corpus.figures(scored)
     assert figures["right-first-share"] >= 0.95, [s.id for s in scored if s.kind == "known" and not s.right]
     # These near-misses carry the very message of the rule they resemble, and no line tells them
-    # apart: "CUDA driver version is insufficient" on a machine with no GPU, whose cell names no
-    # catalog platform, so nothing says there is none; CUDA 12's "Unsupported gpu architecture
-    # 'compute_35'" printed in 2014 by a toolkit older than sm_35, with no version in the log (most
-    # such logs without a version are CUDA 12 and newer); the one line of a missing CUDA device
-    # link (__cudaRegisterLinkedBinary) from a broken CUDA install; git's "could not read Username"
-    # on a checkout that a re-run passed; a rustc panic of an overheating CPU, with nothing but a
-    # real-looking index out of bounds; a bare "CUDA error: out of memory" from a torch build that
-    # did not fit the card; libcudart asked for in a CPU-only image; a Windows SDK "not found" from
-    # a build run outside the developer prompt; apt's "unable to locate" after an update that a
-    # proxy starved; ENOSPC on a tmpfs build folder; and ld killed by signal 9 in a thread nobody
-    # answered (the kill is the OOM rule's case). The rules' explanations name these causes.
+    # apart: "CUDA driver version is insufficient" on a machine with no NVIDIA GPU (three threads,
+    # and Paddle's CI, whose "no GPU found" warning it also prints for an old driver), whose cell
+    # names no catalog platform, so nothing says there is none; CUDA 12's "Unsupported gpu
+    # architecture 'compute_35'" printed in 2014 by a toolkit older than sm_35, with no version in
+    # the log; the one line of a missing CUDA device link (__cudaRegisterLinkedBinary) from a broken
+    # CUDA install; git's "could not read Username" on a checkout that a re-run passed; a rustc
+    # panic of an overheating CPU; a bare "CUDA error: out of memory" from a torch build that did
+    # not fit the card; a bare cuBLAS ALLOC_FAILED the reporter says was not memory; libcudart
+    # asked for in a CPU-only image; a Windows SDK "not found", and MSVC's missing headers, from a
+    # build run outside the developer prompt; apt's "unable to locate" after an update that a proxy
+    # starved, and "no installation candidate" from an index never updated; ENOSPC on a tmpfs
+    # build folder (twice); ld killed by signal 9 in threads nobody answered (the kill is the OOM
+    # rule's case); CUDA's error 222 from a server arm64 build on a Jetson; GCC 13's missing
+    # <cstdint> from a stale checkout; CMake's empty CUDA_ARCHITECTURES cached by a first configure
+    # whose detection failed; and bindgen's missing stddef.h from a 2016 bindgen bug. The rules'
+    # explanations name these causes.
     wrong = sorted(s.id for s in scored if s.kind != "known" and not s.right)
     assert wrong == [
         "r16-gadgetron-6-compute35-2014",
@@ -73,6 +80,18 @@ def test_the_development_half_is_diagnosed_right() -> None:
         "r21-leapfrogai-489",
         "r21-pocoproject-poco-3024",
         "r21-solana-16473",
+        "r23-avr-llvm-llvm-43",
+        "r23-lornatang-rfb-esrgan-pytorch-5",
+        "r23-ollama-6921",
+        "r23-ravensource-342",
+        "r23-theos-620",
+        "r23-valvesoftware-fossilize-244",
+        "r24-hanzhanggit-stackgan-40",
+        "r24-higgsfield-imagination-augmented-agents-8",
+        "r24-instant-ngp-windows-4",
+        "r24-onyx-lang-onyx-188",
+        "r24-paddlepaddle-paddle-12237",
+        "r24-rust-bindgen-242",
         "r5-autoware-7668-no-gpu-insufficient-driver",
     ]
 
