@@ -66,9 +66,9 @@ def test_the_development_half_is_diagnosed_right() -> None:
     # build folder (twice); ld killed by signal 9 in threads nobody answered (the kill is the OOM
     # rule's case); CUDA's error 222 from a server arm64 build on a Jetson; GCC 13's missing
     # <cstdint> from a stale checkout; CMake's empty CUDA_ARCHITECTURES cached by a first configure
-    # whose detection failed; bindgen's missing stddef.h from a 2016 bindgen bug; and a missing Python.h from a uv-managed
-    # Python where the distribution's built. The rules'
-    # explanations name these causes.
+    # whose detection failed; bindgen's missing stddef.h from a 2016 bindgen bug; and a missing
+    # Python.h from a uv-managed Python where the distribution's Python built. The rules'
+    # explanations name most of these causes.
     wrong = sorted(s.id for s in scored if s.kind != "known" and not s.right)
     assert wrong == [
         "r16-gadgetron-6-compute35-2014",
