@@ -153,21 +153,22 @@ class Scanner:
             size += len(buf.data)
             if size >= chunk_size:
                 break
-        else:
-            # A log shorter than a chunk (most build steps' logs; the line end that closes an
-            # unfinished last line comes as a buffer of its own) has nothing to overlap:
-            # threads would only cost their start.
-            for buf, final in _with_last(ahead):
-                run.absorb(run.prepare(buf, self._matcher(buf.data)(buf.data), _Inline()), final=final)
-            return run.hits()
         # Three steps per buffer, each on its own thread where it can run beside the others:
         # the main thread cleans buffer n+1 (in _buffers) and locates in buffer n-1; one
         # worker runs the Set on buffer n; another the confirm Set of buffer n's uncertain
-        # hits (a hostile piece has dozens; a build log's pieces need none).
-        with (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan") as pool,
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-confirm") as confirm,
-        ):
+        # hits (a hostile piece has dozens; a build log's pieces need none). A log shorter than
+        # a chunk (most build steps' logs; the line end that closes an unfinished last line
+        # comes as a buffer of its own) has nothing to overlap: threads would only cost their
+        # start, so its steps run where they are submitted.
+        pools: tuple[Executor, Executor] = (
+            (_Inline(), _Inline())
+            if size < chunk_size
+            else (
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-scan"),
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="ci-matrix-confirm"),
+            )
+        )
+        with pools[0] as pool, pools[1] as confirm:
             jobs = ((buf, pool.submit(self._matcher(buf.data), buf.data)) for buf in itertools.chain(ahead, buffers))
             steps = (run.prepare(buf, job.result(), confirm) for (buf, job), _ in _with_last(jobs))
             for step, final in _with_last(steps):
@@ -176,7 +177,7 @@ class Scanner:
 
 
 class _Inline(Executor):
-    """Runs each job where it is submitted (a scan of one buffer has nothing to overlap)."""
+    """Runs each job where it is submitted (a log shorter than a chunk has nothing to overlap)."""
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
         future: Future[Any] = Future()
