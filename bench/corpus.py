@@ -44,7 +44,7 @@ class Scored:
     confidence: str
     right: bool
     source: str
-    audited: bool = False  # a blind label audit moved its label (its `relabel` says so)
+    audited: bool = False  # a blind label audit moved its label (`audited: true`; its `relabel` says how)
 
 
 def entries(split: str, round_: int | None = None) -> list[dict]:
@@ -82,7 +82,7 @@ def score(entry: dict) -> Scored:
         allowed = set(entry.get("accept", [])) | generic
         right = first is None or (first in allowed and first != expect)
     confidence = found.findings[0].confidence if found.findings else ""
-    audited = "audit" in str(entry.get("relabel", ""))  # "blind label audit", or an early session's "audit"
+    audited = bool(entry.get("audited", False))
     return Scored(entry["id"], entry["domain"], entry["kind"], expect, got, confidence, right, entry["source"], audited)
 
 

@@ -5,8 +5,9 @@
 Entries are taken per domain in the order of the sha256 of their id and dealt alternately
 to `dev` and `test`, so each domain is split in half by a rule nobody chose per entry.
 An entry that already has a split keeps it (issue 10's named cases are `dev` from the
-start: they were read while writing the signatures). Run before writing signatures for
-new entries; never move an entry from `test` to `dev`.
+start: they were read while writing the signatures). An entry marked `read_before_split: true`
+(its thread was read while writing a rule) goes to `dev` and is not counted in the dealing.
+Run before writing signatures for new entries; never move an entry from `test` to `dev`.
 """
 
 from __future__ import annotations
@@ -22,13 +23,17 @@ CORPUS = Path(__file__).resolve().parent.parent / "tests" / "corpus"
 
 def split(entries: list[dict]) -> int:
     """Give every entry without a split one; return how many were assigned."""
-    fresh = sorted((e for e in entries if "split" not in e), key=lambda e: hashlib.sha256(e["id"].encode()).hexdigest())
-    dev = sum(1 for e in entries if e.get("split") == "dev")
-    test = sum(1 for e in entries if e.get("split") == "test")
+    read = [e for e in entries if e.get("read_before_split") and "split" not in e]
+    for entry in read:
+        entry["split"] = "dev"
+    dealt = [e for e in entries if not e.get("read_before_split")]
+    fresh = sorted((e for e in dealt if "split" not in e), key=lambda e: hashlib.sha256(e["id"].encode()).hexdigest())
+    dev = sum(1 for e in dealt if e.get("split") == "dev")
+    test = sum(1 for e in dealt if e.get("split") == "test")
     for entry in fresh:
         entry["split"] = "dev" if dev <= test else "test"
         dev, test = (dev + 1, test) if entry["split"] == "dev" else (dev, test + 1)
-    return len(fresh)
+    return len(read) + len(fresh)
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import corpus  # noqa: E402
+import corpus_split  # noqa: E402
 
 
 def test_every_entry_has_its_log_source_label_and_half() -> None:
@@ -25,13 +26,27 @@ def test_every_entry_has_its_log_source_label_and_half() -> None:
         assert (corpus.CORPUS / entry["file"]).is_file(), entry["id"]
         assert entry["source"].startswith(("https://", "real run here")), entry["id"]
         assert entry["kind"] in ("known", "near-miss", "unknown") and entry["split"] in ("dev", "test")
+        if entry.get("audited") or entry.get("read_before_split"):  # who did it and why is on record
+            assert entry.get("relabel"), entry["id"]
     for index in sorted(corpus.CORPUS.glob("index-*.yaml")):  # each round is split in halves on its own
         records = yaml.safe_load(index.read_text(encoding="utf-8"))
         assert all(e.get("split") in ("dev", "test") for e in records), f"{index.name}: run bench/corpus_split.py"
-        # Entries read before the split (while writing a rule) are dev from the start, as their
-        # relabel note says; the split deals the others.
-        halves = Counter(e["split"] for e in records if "dev from the start" not in e.get("relabel", ""))
+        # Entries read before the split (while writing a rule) are dev from the start
+        # (`read_before_split: true`); the split deals the others.
+        halves = Counter(e["split"] for e in records if not e.get("read_before_split"))
+        assert all(e["split"] == "dev" for e in records if e.get("read_before_split")), index.name
         assert abs(halves["dev"] - halves["test"]) <= 1, index.name
+
+
+def test_the_split_deals_fresh_entries_alternately_and_keeps_read_ones_in_dev() -> None:
+    entries = [{"id": f"r99-{n}"} for n in range(6)] + [{"id": "r99-read", "read_before_split": True}]
+    entries.append({"id": "r99-old", "split": "test"})
+    assert corpus_split.split(entries) == 7
+    assert next(e for e in entries if e["id"] == "r99-read")["split"] == "dev"
+    assert next(e for e in entries if e["id"] == "r99-old")["split"] == "test"  # a split once made stays
+    dealt = Counter(e["split"] for e in entries if not e.get("read_before_split"))
+    assert dealt == {"dev": 4, "test": 3}
+    assert corpus_split.split(entries) == 0
 
 
 def test_no_fixture_or_reference_newly_cites_a_held_out_thread() -> None:
