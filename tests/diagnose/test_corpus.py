@@ -78,7 +78,7 @@ def test_the_development_half_is_diagnosed_right() -> None:
     # asked for in a CPU-only image; a Windows SDK "not found", and MSVC's missing headers, from a
     # build run outside the developer prompt; apt's "unable to locate" after an update that a proxy
     # starved, and "no installation candidate" from an index never updated; ENOSPC on a tmpfs
-    # build folder (twice); ld killed by signal 9 in threads nobody answered (the kill is the OOM
+    # build folder (twice); ld and cc1plus killed by signal 9 in threads nobody answered (the kill is the OOM
     # rule's case); CUDA's error 222 from a server arm64 build on a Jetson; GCC 13's missing
     # <cstdint> from a stale checkout; CMake's empty CUDA_ARCHITECTURES cached by a first configure
     # whose detection failed; bindgen's missing stddef.h from a 2016 bindgen bug; and a missing
@@ -119,6 +119,7 @@ def test_the_development_half_is_diagnosed_right() -> None:
         "r27-rust-149099",
         "r27-rust-lang-rust-115298",
         "r27-ssloy-tinyrenderer-100",
+        "r28-triton-3761",
         "r5-autoware-7668-no-gpu-insufficient-driver",
     ]
 
