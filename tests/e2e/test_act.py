@@ -90,8 +90,10 @@ def _event(path: Path) -> None:
 
 
 def _git(cwd: Path, *args: str) -> None:
+    # No automatic gc: past some 6,700 loose objects (the tree has more files than that) `git commit`
+    # starts one in the background, and the explicit `gc` below then fails with "gc is already running".
     subprocess.run(
-        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", *args],
+        ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid", "-c", "gc.auto=0", *args],
         cwd=cwd,
         check=True,
         capture_output=True,
