@@ -85,7 +85,7 @@ def test_the_development_half_is_diagnosed_right() -> None:
     # Python.h from a uv-managed Python where the distribution's Python built; GCC 11's std_function
     # errors with no nvcc banner to show the toolkit; rocminfo's /dev/kfd ENOMEM (a driver failure,
     # not access) before the same OUT_OF_RESOURCES line; NVML's "Unknown Error" in a thread that
-    # never said why; a GCC segfault ICE nobody explained; a rustc metadata-encoder panic on a full
+    # never said why; a rustc metadata-encoder panic on a full
     # disk; link.exe not found while it sat in a non-standard MSVC install; CUDA error 35 on a CI
     # service with no GPU; a torch OOM and an IREE device OOM whose threads never said why;
     # FlashAttention refusing an RTX 5090 in an unanswered thread; rustc told -Z is for nightly by a
@@ -121,7 +121,6 @@ def test_the_development_half_is_diagnosed_right() -> None:
         "r27-legacy-rocm-build-1185",
         "r27-rust-149099",
         "r27-rust-lang-rust-115298",
-        "r27-ssloy-tinyrenderer-100",
         "r28-triton-3761",
         "r29-cosmos-predict2-5-29",
         "r29-diffuman4d-20",
