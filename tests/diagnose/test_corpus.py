@@ -132,6 +132,23 @@ def test_the_development_half_is_diagnosed_right() -> None:
     ]
 
 
+def test_wrong_answers_are_told_apart_by_whether_the_thread_named_another_cause() -> None:
+    def scored(kind: str, got: tuple[str, ...], right: bool) -> corpus.Scored:
+        return corpus.Scored("x", "cuda", kind, "rule-a", got, "high", right, "https://example.com/1")
+
+    figures = corpus.figures([
+        scored("known", ("rule-a",), True),
+        scored("near-miss", ("rule-a",), False),  # the thread named another cause
+        scored("near-miss", (), True),
+        scored("unknown", ("rule-b",), False),  # no cause established: a specific rule counts as wrong
+        scored("unknown", ("rule-b",), False),
+        scored("unknown", (), True),
+    ])
+    assert (figures["near-misses"], figures["wrong-on-near-misses"]) == (5, 3)
+    assert (figures["near-misses-proper"], figures["wrong-on-near-misses-proper"]) == (2, 1)
+    assert (figures["unknown-cause"], figures["specific-on-unknown-cause"]) == (3, 2)
+
+
 # One round of the development half: the whole half is already scored above, in this process.
 @pytest.mark.parametrize(
     "script", [["corpus.py", "--split", "dev", "--round", "30"], ["evidence.py", "--size-mb", "1", "--runs", "1"]]
