@@ -25,29 +25,55 @@ from ci_matrix.diagnose.evidence import Evidence
 FIXTURE_BEFORE = 8
 FIXTURE_AFTER = 12
 SIGNATURE_LIMIT = 160  # characters of the error line a signature is built from
+LINE_LIMIT = 500  # characters of each line read for error words (what says what went wrong comes first)
 # What marks a line as an error, in the words compilers, build tools and runtimes use.
 _ERROR_LINE = re.compile(
     r"(?:\b(?:error|fatal|FATAL|ERROR|Error)\b(?:\[[A-Z]?\d+\])?\s*:"
+    r"|\b(?:fatal )?error [A-Z]{1,4}\d{3,5}\s*:"  # MSVC's coded errors: cl's C1083, link's LNK2019, MSBuild's
+    r"|\berror while\b|\berror=\d+|^\s*#error\b"  # the loader's, THC's, the preprocessor's #error
     r"|\bpanicked at\b|Segmentation fault|\bAssertion\b.*\bfailed\b|^Traceback \(most recent call last\)"
-    r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b"
+    r"|\bundefined reference to\b|\bKilled\b|\bFAILED\b|^Undefined symbols for architecture\b"
     r"|^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)\b(?::|$)"  # a Python exception's last line
     r"|\b(?:ld|ld\.lld|ld64\.lld|rust-lld|lld-link)(?:\.exe)?: (?!warning)"  # a linker's own message
+    r"|\.(?:c|cc|cpp):\d+: [A-Z][A-Z_]{3,}; "  # IREE's runtime status ("…/hip_allocator.c:507: RESOURCE_EXHAUSTED; …")
     r"|\bCMake Error\b|\bError response from daemon\b|^E: |\bnpm ERR!|^Err:\d+ )"  # CMake, Docker, apt, npm
+)
+# Where no line reads as an error: words that say something failed, the first such line.
+_FAILURE_WORDS = re.compile(
+    r"(?i:\bfail(?:ed|ure|s)?\b|\bcannot\b|\bcan't\b|\bcould ?n[o']t\b|\bunable to\b|\bnot found\b"
+    r"|\bno such file\b|\bpermission denied\b|\bnot supported\b|\bunsupported\b|\b(?:not |in)compatible\b"
+    r"|\binsufficient\b|\bmismatch\b|\bout of (?:memory|resources?|heap space)\b|\btoo (?:old|new|many)\b"
+    r"|\bunknown (?:command|option|argument|switch)|\bnot recognized\b|\bexceeded\b|\btimed out\b"
+    r"|\bcore dumped\b|\bbad CPU type\b|\bunresolved external\b|\bmay not be installed\b"
+    r"|\brate limit\b|\bshutdown signal\b|\bsubmit a bug report\b|\bnot (?:available|installed)\b)"
+    r"|^[EF]\d{4} \d\d:\d\d:\d\d|\b[A-Z][A-Z_]*_ERROR_[A-Z_]+\b"  # glog's E/F lines; CUDA_ERROR_NO_DEVICE
 )
 # Error lines that only relay a failure told above or below them: a driver's or build tool's
 # summary, a container build's wrapper, a traceback's header. A draft built from one of these
 # would match every failure of its kind; the line that says what went wrong is preferred.
 _RELAY_LINE = re.compile(
     r"(?:linker command failed with exit code|collect2: error: ld returned"
-    r"|error: could not compile `|error: aborting due to|[Ee]rror: [Pp]rocess completed with exit code"
+    r"|error: [Cc]ould not compile `|error: aborting due to|[Ee]rror: [Pp]rocess completed with exit code"
     r"|^Traceback \(most recent call last\)|failed to solve: |did not complete successfully: exit code"
     r"|\bmake(?:\[\d+\])?: \*\*\*|^ninja: build stopped|error: subprocess-exited-with-error"
     r"|ERROR: Command errored out|ERROR: Failed building wheel|CalledProcessError|^\s*Error: Process completed"
     r"|^FAILED: |^\s*error: failed to run custom build command|^##\[error\]Process completed"
     r"|returned a non-zero code|exited with code \d+|Error \d+\s*$"
-    r"|\b(?:error|Error|ERROR)\s*:\s*$)"  # "I get this error:": what follows says what went wrong
+    r"|error: linking with `[^`]*` failed|error: test failed, to rerun|error: failed to compile `"
+    r"|\bfatal error LNK1120:|[Ee]rror: The process '[^']*' failed with exit code|-- FAILED\.\s*$"
+    r"|CompilerToolError: Error invoking IREE compiler tool|^\s*fatal: not a git repository"
+    r"|error: metadata-generation-failed|error: legacy-install-failure|^FAILURE: Build failed with an exception"
+    r"|^Solving environment: failed|^warning: build failed, waiting for other jobs|^error: build failed\s*$"
+    r"|(?:error|Error|ERROR)\s*:\s*$)"  # "I get this error:", "RuntimeError:": what follows says what went wrong
 )
-_HEADING = re.compile(r"\bCMake Error\b.*:\s*$")  # the message follows, indented
+# A line whose message is below it: CMake's heading (the message indented under it), a panic's
+# location (Rust 1.73 and later print the message on the next line; older ones open a quote
+# there), a bare exception name.
+_HEADING = re.compile(r"\bCMake Error\b.*:\s*$")
+_MESSAGE_BELOW = re.compile(r"\bpanicked at (?:[^']*:\d+:\d+:|')\s*$|(?:Error|Exception):\s*$")
+# cargo's chain of causes below its summary ("error: failed to ..."): the last says what went wrong.
+_CARGO_SUMMARY = re.compile(r"^\s*error: ")
+_CAUSED_BY = re.compile(r"^\s*Caused by:\s*(.*)$")
 _QUOTED = re.compile(r"^\s*>")  # a quoted reply's prose (an e-mail, a forum post)
 # Volatile parts of a line, most specific first, each with the RE2 that stands for it.
 _VOLATILE = (
@@ -70,8 +96,9 @@ _DOMAIN_WORDS = (
                           r"|\b(?:manifest unknown|pull access denied)\b")),
     ("iree", re.compile(r"\biree[-_]|\bIREE\b|\bmlir\b|\bMLIR\b")),
     ("cuda", re.compile(r"\b(?:nvcc|ptxas|cudafe\+\+|cicc|nvlink|nvrtc|cuda\w*|CUDA\w*|cublas\w*|cudnn\w*"
-                        r"|NCCL|nccl)\b")),
-    ("rust", re.compile(r"\b(?:rustc|cargo|rustup|rust-lld|clippy|rustdoc)\b|\.rs:\d+|error\[E\d{4}\]")),
+                        r"|NCCL|nccl|lib(?:cu|nv)\w+)\b")),
+    ("rust", re.compile(r"\b(?:rustc|cargo|rustup|rust-lld|clippy|rustdoc)\b|\.rs:\d+|error\[E\d{4}\]"
+                        r"|\bCargo\.(?:lock|toml)\b|\bcrates\.io\b")),
 )
 _DOMAIN_FACTS = (("iree", "iree-"), ("cuda", "cuda-"), ("cuda", "gpu-"), ("rust", "rust-"))
 
@@ -104,18 +131,55 @@ class Draft:
 def error_line(lines: list[str]) -> int | None:
     """The index of the line a draft is built from: the first error line that says what went
     wrong, else the first one that only relays a failure (a linker driver's "linker command
-    failed", a container build's "failed to solve"); None where no line reads as an error.
-    Quoted prose (a reply's `> ` lines) is passed over while anything else reads as an error."""
-    errors = [i for i, line in enumerate(lines) if _ERROR_LINE.search(line)]
-    if not errors:
+    failed", a container build's "failed to solve"), else the first that says something failed
+    ("Failed to initialize NVML", "nvcc: not found"); None where no line reads as either.
+    Quoted prose (a reply's `> ` lines) is passed over while anything else reads as an error.
+    Where the line chosen heads a message below it (CMake's "CMake Error at ...:", a panic's
+    location) or cargo lists its causes below it ("Caused by:"), the line that says what went
+    wrong is taken from there."""
+    heads = [line[:LINE_LIMIT] for line in lines]  # a hostile line costs no more than a long one
+    errors = [i for i, line in enumerate(heads) if _ERROR_LINE.search(line)]
+    failures = [i for i, line in enumerate(heads) if _FAILURE_WORDS.search(line)]
+    if not errors and not failures:
         return None
-    unquoted = [i for i in errors if not _QUOTED.match(lines[i])] or errors
-    index = ([i for i in unquoted if not _RELAY_LINE.search(lines[i])] or unquoted)[0]
-    # CMake's "CMake Error at file:line (command):" heads its message, indented below it.
-    if _HEADING.search(lines[index]) and index + 1 < len(lines) and lines[index + 1][:1].isspace() \
-            and lines[index + 1].strip():
-        return index + 1
+    for found in (errors, failures):
+        told = [i for i in _unquoted(heads, found) if not _RELAY_LINE.search(heads[i])]
+        if told:
+            return _cause_below(heads, told[0])
+    return _cause_below(heads, _unquoted(heads, errors or failures)[0])
+
+
+def _unquoted(lines: list[str], found: list[int]) -> list[int]:
+    """The lines of ``found`` outside quoted prose (all of them where all are quoted)."""
+    return [i for i in found if not _QUOTED.match(lines[i])] or found
+
+
+def _cause_below(lines: list[str], index: int) -> int:
+    """The line that says what went wrong, for the error line at ``index``: the line below a
+    heading, the last of cargo's causes, else the line itself."""
+    following = [i for i in range(index + 1, min(len(lines), index + 40)) if lines[i].strip()]
+    causes = [i for i in following if _CAUSED_BY.match(lines[i])]
+    if causes and _CARGO_SUMMARY.match(lines[index]) and causes[0] in following[:3]:
+        last = causes[-1]
+        told = _CAUSED_BY.match(lines[last])
+        if told and told.group(1).strip():
+            return last
+        return next((i for i in following if i > last), last)
+    if not following:
+        return index
+    below = lines[following[0]]
+    if (_HEADING.search(lines[index]) and below[:1].isspace()) or _MESSAGE_BELOW.search(lines[index]):
+        return following[0]
     return index
+
+
+def draft_line(lines: list[str]) -> tuple[int, bool]:
+    """The index of the line a draft is built from, and whether it reads as an error: the
+    error line, else the log's last line that is not blank."""
+    found = error_line(lines)
+    if found is not None:
+        return found, True
+    return max((i for i, text in enumerate(lines) if text.strip()), default=0), False
 
 
 def signature_of(line: str) -> str:
@@ -185,8 +249,7 @@ def draft(
 ) -> Draft:
     """The rule draft for a failed build's log."""
     lines = log_text.splitlines()
-    found = error_line(lines)
-    index = found if found is not None else max((i for i, text in enumerate(lines) if text.strip()), default=0)
+    index, found = draft_line(lines)
     line = lines[index] if lines else ""
     ident = rule_id(line, taken_ids)
     fixture_file = f"{ident}/match.log"
@@ -213,7 +276,7 @@ def draft(
     no_error = (
         "# No line of this log reads as an error (is it the log of a failed build?): the signature\n"
         "# below is its last line. Put the failing line there instead.\n"
-        if found is None else ""
+        if not found else ""
     )
     header = no_error + (
         "# A rule for this failure, drafted by ci-matrix: put it under `rules:` in a project rule\n"

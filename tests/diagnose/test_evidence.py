@@ -13,7 +13,7 @@ import pytest
 
 from ci_matrix.cli import main
 from ci_matrix.core.conditions import Conditions, Truth, compile_clause
-from ci_matrix.diagnose.draft import signature_of
+from ci_matrix.diagnose.draft import LINE_LIMIT, error_line, signature_of
 from ci_matrix.diagnose.evidence import Default, Evidence, combine
 from ci_matrix.edges import files
 
@@ -227,6 +227,31 @@ def test_a_draft_becomes_a_rule_that_passes_rules_test(capsys: pytest.CaptureFix
          "docker: Error response from daemon: manifest for nvidia/cuda", "runner"),
         ("nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'\n",
          "nvcc fatal   : Value 'sm_20' is not defined for option 'gpu-architecture'", "cuda"),
+        # cargo's summary, then its causes: the last one says what went wrong
+        ("    Updating crates.io index\nerror: failed to parse lock file at: /w/app/Cargo.lock\n\nCaused by:\n"
+         "  lock file version 4 requires `-Znext-lockfile-bump`\n",
+         "lock file version 4 requires `-Znext-lockfile-bump`", "rust"),
+        # Rust 1.73 and later print a panic's message below its location
+        ("error: failed to run custom build command for `cudarc v0.11.4`\n\n--- stderr\n"
+         "thread 'main' panicked at /root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/"
+         "cudarc-0.11.4/build.rs:73:14:\n"
+         "Unsupported cuda toolkit version: 11.5. Please raise a github issue.\n"
+         "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+         "Unsupported cuda toolkit version: 11.5. Please raise a github issue.", "cuda"),
+        # no line says "error": the one that says something failed
+        ("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.144\n",
+         "Failed to initialize NVML: Driver/library version mismatch", "runner"),
+        # MSVC's coded errors; its warnings are not errors
+        ("cl : Command line warning D9025 : overriding '/W3' with '/W4'\n"
+         "C:\\src\\simd.cpp(365): fatal error C1002: compiler is out of heap space in pass 2\n",
+         "fatal error C1002: compiler is out of heap space in pass 2", "runner"),
+        # the loader's error, and a failure told above a wrapper that only says a step failed
+        ("pkgx: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found (required by pkgx)\n"
+         "Error: The process '/usr/bin/sudo' failed with exit code 1\n",
+         "version `GLIBC_2.38' not found (required by pkgx)", "runner"),
+        ("./server: error while loading shared libraries: libcudart.so.12: cannot open shared object file: "
+         "No such file or directory\n",
+         "error while loading shared libraries: libcudart.so.12", "cuda"),
     ],
 )
 def test_a_draft_is_built_from_the_line_that_says_what_went_wrong(
@@ -240,6 +265,14 @@ def test_a_draft_is_built_from_the_line_that_says_what_went_wrong(
     assert line in title.replace("''", "'"), title
     assert f"  domain: {domain}\n" in text
     assert "No line of this log reads as an error" not in text
+
+
+def test_error_words_are_read_from_each_line_s_start_only() -> None:
+    # A hostile log's lines of "Assertion Assertion ..." (a pattern that re-reads the rest of a
+    # line from every match) cost what their first LINE_LIMIT characters cost: the draft reads
+    # no further, and an error told past that point is not one it sees.
+    assert error_line(["x" * LINE_LIMIT + " error: late", "a.c:1:2: error: early"]) == 1
+    assert error_line(["Assertion " * 30_000]) is None  # no "failed" within its first characters
 
 
 def test_a_draft_of_a_log_with_no_error_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
