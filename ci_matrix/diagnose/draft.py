@@ -38,7 +38,7 @@ _ERROR_LINE = re.compile(
     r"|\.(?:c|cc|cpp):\d+: [A-Z][A-Z_]{3,}; "  # IREE's runtime status ("…/hip_allocator.c:507: RESOURCE_EXHAUSTED; …")
     r"|\bCMake Error\b|\bError response from daemon\b|^E: |\bnpm ERR!|^Err:\d+ )"  # CMake, Docker, apt, npm
 )
-# Where no line reads as an error: words that say something failed, the first such line.
+# Words that say something failed, for a log whose error lines only relay (or that has none).
 _FAILURE_WORDS = re.compile(
     r"(?i:\bfail(?:ed|ure|s)?\b|\bcannot\b|\bcan't\b|\bcould ?n[o']t\b|\bunable to\b|\bnot found\b"
     r"|\bno such file\b|\bpermission denied\b|\bnot supported\b|\bunsupported\b|\b(?:not |in)compatible\b"
@@ -130,9 +130,9 @@ class Draft:
 
 def error_line(lines: list[str]) -> int | None:
     """The index of the line a draft is built from: the first error line that says what went
-    wrong, else the first one that only relays a failure (a linker driver's "linker command
-    failed", a container build's "failed to solve"), else the first that says something failed
-    ("Failed to initialize NVML", "nvcc: not found"); None where no line reads as either.
+    wrong, else the first line that says something failed ("Failed to initialize NVML", "nvcc:
+    not found"), else the first that only relays a failure (a linker driver's "linker command
+    failed", a container build's "failed to solve"); None where no line reads as either.
     Quoted prose (a reply's `> ` lines) is passed over while anything else reads as an error.
     Where the line chosen heads a message below it (CMake's "CMake Error at ...:", a panic's
     location) or cargo lists its causes below it ("Caused by:"), the line that says what went
