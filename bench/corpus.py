@@ -23,6 +23,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -49,7 +50,7 @@ class Scored:
     audited: bool = False  # a blind label audit moved its label (`audited: true`; its `relabel` says how)
 
 
-def entries(split: str, round_: int | None = None) -> list[dict]:
+def entries(split: str, round_: int | None = None) -> list[dict[str, Any]]:
     """The corpus records of one half (`all`: both), of one collection round if given
     (round N's records are in index-<domain>-N.yaml; round 1's in index-<domain>.yaml)."""
     found = []
@@ -68,7 +69,7 @@ def index_round(index: Path) -> int:
     return int(last) if last.isdigit() else 1
 
 
-def score(entry: dict) -> Scored:
+def score(entry: dict[str, Any]) -> Scored:
     """Diagnose one log and judge the first finding."""
     rules = list(files.trusted_builtin_rules())
     generic = {r.id for r in rules if r.diagnosis is not None and r.diagnosis.generic}
@@ -116,7 +117,7 @@ def cited_threads() -> frozenset[str]:
     A corpus log from one of them is not independent of the signatures: they may have been
     written from the same thread (a popular thread gets found by rule authors and corpus
     collectors alike)."""
-    cited = set()
+    cited: set[str] = set()
     for rule in files.trusted_builtin_rules():
         cited.update(thread_of(ref) for ref in rule.references)
         cited.update(thread_of(fixture.source) for fixture in rule.fixtures)

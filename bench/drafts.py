@@ -22,6 +22,7 @@ import io
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -29,11 +30,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from corpus import CORPUS, entries  # noqa: E402
 
+from ci_matrix.core.knowledge import Rule  # noqa: E402
 from ci_matrix.diagnose.draft import draft_line  # noqa: E402
 from ci_matrix.edges import files, logs  # noqa: E402
 
 
-def keyed(entry: dict, rules: list) -> tuple[str, str, str] | None:
+def keyed(entry: dict[str, Any], rules: list[Rule]) -> tuple[str, str, str] | None:
     """(outcome, the draft's line, the rule's line) for one known log its rule names first;
     None for the others. Outcome: right, other (an error line, not the rule's), none (no line
     reads as an error, and the log's last line, which the draft then takes, is not the rule's)."""
@@ -45,13 +47,13 @@ def keyed(entry: dict, rules: list) -> tuple[str, str, str] | None:
         return None
     key = [line.strip() for line in found.findings[0].text.splitlines() if line.strip()]
     lines = logs._clean_end(io.BytesIO(data), logs.DRAFT_BYTES).decode("utf-8", errors="replace").splitlines()
-    index, found = draft_line(lines)
+    index, reads_as_error = draft_line(lines)
     chosen = lines[index].strip() if lines else ""
     right = any(chosen and (chosen in k or k in chosen) for k in key) or _names(chosen, expect, rules)
-    return ("right" if right else "other" if found else "none"), chosen, key[0]
+    return ("right" if right else "other" if reads_as_error else "none"), chosen, key[0]
 
 
-def _names(line: str, rule: str, rules: list) -> bool:
+def _names(line: str, rule: str, rules: list[Rule]) -> bool:
     """Whether the rule names the line on its own (another occurrence of the failure it keys on)."""
     found = logs.diagnose_log(io.BytesIO(line.encode() + b"\n"), rules, None, files.catalog().platforms,
                               exit_code=1)
