@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 sys.path.insert(0, str(ROOT))
 
+from ci_matrix.core.knowledge import Rule  # noqa: E402
+from ci_matrix.diagnose.engine import Diagnosis  # noqa: E402
 from ci_matrix.edges import files  # noqa: E402
 from ci_matrix.edges.logs import diagnose_log  # noqa: E402
 
@@ -69,13 +72,18 @@ def index_round(index: Path) -> int:
     return int(last) if last.isdigit() else 1
 
 
+def diagnosis(entry: dict[str, Any], rules: Sequence[Rule]) -> Diagnosis:
+    """One log diagnosed as `ci-matrix diagnose LOG` would (with the entry's `--cell` facts)."""
+    cell = {str(k): str(v) for k, v in entry.get("cell", {}).items()} or None
+    with (CORPUS / entry["file"]).open("rb") as stream:
+        return diagnose_log(stream, rules, cell, files.catalog().platforms, exit_code=1)
+
+
 def score(entry: dict[str, Any]) -> Scored:
     """Diagnose one log and judge the first finding."""
     rules = list(files.trusted_builtin_rules())
     generic = {r.id for r in rules if r.diagnosis is not None and r.diagnosis.generic}
-    cell = {str(k): str(v) for k, v in entry.get("cell", {}).items()} or None
-    with (CORPUS / entry["file"]).open("rb") as stream:
-        found = diagnose_log(stream, rules, cell, files.catalog().platforms, exit_code=1)
+    found = diagnosis(entry, rules)
     got = tuple(f.rule for f in found.findings)
     expect = str(entry["expect"]).removeprefix("new:")
     first = got[0] if got else None

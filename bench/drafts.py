@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from corpus import CORPUS, entries  # noqa: E402
+from corpus import CORPUS, diagnosis, entries  # noqa: E402
 
 from ci_matrix.core.knowledge import Rule  # noqa: E402
 from ci_matrix.diagnose.draft import draft_line  # noqa: E402
@@ -39,14 +39,13 @@ def keyed(entry: dict[str, Any], rules: list[Rule]) -> tuple[str, str, str] | No
     """(outcome, the draft's line, the rule's line) for one known log its rule names first;
     None for the others. Outcome: right, other (an error line, not the rule's), none (no line
     reads as an error, and the log's last line, which the draft then takes, is not the rule's)."""
-    data = (CORPUS / entry["file"]).read_bytes()
-    cell = {str(k): str(v) for k, v in entry.get("cell", {}).items()} or None
-    found = logs.diagnose_log(io.BytesIO(data), rules, cell, files.catalog().platforms, exit_code=1)
+    found = diagnosis(entry, rules)
     expect = str(entry["expect"]).removeprefix("new:")
     if not found.findings or found.findings[0].rule != expect or not found.findings[0].text.strip():
         return None
     key = [line.strip() for line in found.findings[0].text.splitlines() if line.strip()]
-    lines = logs._clean_end(io.BytesIO(data), logs.DRAFT_BYTES).decode("utf-8", errors="replace").splitlines()
+    with (CORPUS / entry["file"]).open("rb") as stream:
+        lines = logs.draft_text(stream).splitlines()
     index, reads_as_error = draft_line(lines)
     chosen = lines[index].strip() if lines else ""
     right = any(chosen and (chosen in k or k in chosen) for k in key) or _names(chosen, expect, rules)

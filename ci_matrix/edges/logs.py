@@ -64,8 +64,12 @@ def rule_draft(
 ) -> Draft:
     """A rule draft from the end of a log (its last `DRAFT_BYTES`, where an unclassified
     failure's first error line is)."""
-    text = _clean_end(stream, DRAFT_BYTES).decode("utf-8", errors="replace")
-    return draft(text, source=source, cell=cell, log_facts=log_facts, taken_ids=[r.id for r in rules])
+    return draft(draft_text(stream), source=source, cell=cell, log_facts=log_facts, taken_ids=[r.id for r in rules])
+
+
+def draft_text(stream: BinaryIO) -> str:
+    """The part of a log a rule draft reads: its last `DRAFT_BYTES`, cleaned."""
+    return _clean_end(stream, DRAFT_BYTES).decode("utf-8", errors="replace")
 
 
 def tail(path: Path, count: int = TAIL_LINES) -> tuple[str, ...]:

@@ -86,12 +86,12 @@ def test_the_development_half_is_diagnosed_right() -> None:
     # Python.h from a uv-managed Python where the distribution's Python built; GCC 11's std_function
     # errors with no nvcc banner to show the toolkit; rocminfo's /dev/kfd ENOMEM (a driver failure,
     # not access) before the same OUT_OF_RESOURCES line; NVML's "Unknown Error" in a thread that
-    # never said why; a rustc metadata-encoder panic on a full
-    # disk; link.exe not found while it sat in a non-standard MSVC install; CUDA error 35 on a CI
-    # service with no GPU; a torch OOM and an IREE device OOM whose threads never said why;
-    # FlashAttention refusing an RTX 5090 in an unanswered thread; rustc told -Z is for nightly by a
-    # self-built toolchain; and a missing nvptx target after `rustup target add` in a build script's
-    # nested cargo. The rules' explanations name most of these causes.
+    # never said why; a rustc metadata-encoder panic on a full disk; link.exe not found while it
+    # sat in a non-standard MSVC install; CUDA error 35 on a CI service with no GPU; a torch OOM and
+    # an IREE device OOM whose threads never said why; FlashAttention refusing an RTX 5090 in an
+    # unanswered thread; rustc told -Z is for nightly by a self-built toolchain; and a missing nvptx
+    # target after `rustup target add` in a build script's nested cargo. The rules' explanations
+    # name most of these causes.
     wrong = sorted(s.id for s in scored if s.kind != "known" and not s.right)
     assert wrong == [
         "r16-gadgetron-6-compute35-2014",
