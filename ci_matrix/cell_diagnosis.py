@@ -5,8 +5,11 @@ only reported: it never changes a build's exit code."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -74,15 +77,34 @@ def _diagnosis_context(
     return rules, CellFacts(dict(found_cell.values), project.manifest.platforms), found_cell.id
 
 
+STDIN = Path("-")  # a LOG argument that reads standard input: gh run view --log-failed | ci-matrix diagnose -
+
+
+@contextmanager
+def readable_log(path: Path, stdin: BinaryIO | None = None) -> Iterator[Path]:
+    """A file to read the log at ``path`` from: the file itself, or, for ``-``, standard input
+    copied to a temporary file as it arrives (memory stays bounded; the scan, which reads a
+    log's end again, needs a file)."""
+    if path != STDIN:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such log file")
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="ci-matrix-") as folder:
+        copy = Path(folder) / "stdin.log"
+        with copy.open("wb") as sink:
+            shutil.copyfileobj(stdin or sys.stdin.buffer, sink, 1 << 20)
+        yield copy
+
+
 def draft_rule(log: Path, manifest: Path | None, cell_text: str | None, write: Path | None, out: TextIO) -> int:
     """`ci-matrix rules draft LOG`: a rule for the log's failure, printed or added to a rule file."""
     rules, facts, _ = _diagnosis_context(manifest, cell_text, ())
-    if not log.is_file():
-        raise UsageError(f"{log}: no such log file")
-    with log.open("rb") as stream:
+    with readable_log(log) as path, path.open("rb") as stream:
         hits = logs.scanner_for(tuple(rules)).scan(stream)
         log_facts = evidence.read_log(hits, files.extractors())
-        proposed = logs.rule_draft(stream, rules, facts.values, log_facts, source=log.name)
+        source = path.name if log == STDIN else log.name
+        proposed = logs.rule_draft(stream, rules, facts.values, log_facts, source=source)
     if write is None:
         out.write(proposed.yaml)
         fixture = "".join(f"#   {line}\n" for line in proposed.fixture.splitlines())
@@ -104,12 +126,17 @@ def diagnose_logs(
     ignore: Sequence[str] = (),
 ) -> int:
     """`ci-matrix diagnose LOG...`: each log as the log of a failed build."""
+    if list(paths).count(STDIN) > 1:
+        raise UsageError("-: standard input can be read once")
     rules, facts, cell = _diagnosis_context(manifest, cell_text, ignore)
+    for path in paths:  # every log is there before any is read
+        if path != STDIN and not path.is_file():
+            raise UsageError(f"{path}: no such log file")
     results = []
     for path in paths:
-        if not path.is_file():
-            raise UsageError(f"{path}: no such log file")
-        results.append(diagnose_file(path, rules, facts, cell, None))
+        with readable_log(path) as readable:
+            found = diagnose_file(readable, rules, facts, cell, None)
+        results.append(found if path != STDIN else replace(found, log="-"))
     if fmt == "json":
         records = [diagnosis_record(r) for r in results]
         out.write(json.dumps(records[0] if len(records) == 1 else records, indent=2) + "\n")

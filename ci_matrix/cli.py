@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     rules = sub.add_parser("rules", help="list the knowledge base, test its fixtures, or draft a rule from a log")
     rules.add_argument("action", nargs="?", choices=("list", "test", "draft"), default="list")
-    rules.add_argument("log", nargs="?", type=Path, help="draft: the log of the unclassified failure")
+    rules.add_argument("log", nargs="?", type=Path,
+                       help="draft: the log of the unclassified failure (-: standard input)")
     rules.add_argument("--manifest", type=Path, default=None,
                        help="add this project's rules (test: run their fixtures, among all the rules)")
     rules.add_argument("--builtin", action="store_true",
@@ -85,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="shell: export lines for eval")
 
     diagnose = sub.add_parser("diagnose", help="scan build logs for known failures")
-    diagnose.add_argument("logs", nargs="+", type=Path, metavar="LOG")
+    diagnose.add_argument("logs", nargs="+", type=Path, metavar="LOG",
+                          help="a build log as a tool, a CI system or `gh run view --log` wrote it; -: standard input")
     diagnose.add_argument("--manifest", type=Path, default=None, help="add this project's rules")
     diagnose.add_argument("--cell", default=None, help="the cell the log came from (id or matrix entry JSON)")
     diagnose.add_argument("--format", choices=("text", "json"), default="text")

@@ -273,6 +273,30 @@ def test_a_generic_crash_without_telling_facts_stays_generic() -> None:
     assert found[0]["maybe"] == [{"rule": "cutlass-cuda-older-than-11-8", "unknown": ["uses", "cuda-version"]}]
 
 
+def test_diagnose_and_draft_read_a_log_that_gh_run_view_pipes_in() -> None:
+    """`gh run view RUN --log-failed | ci-matrix diagnose -`: the log on standard input, its
+    lines as gh prints them (job, step, then GitHub's line: a byte-order mark, a stamp)."""
+    names = "build (ubuntu-22.04, stable)\tRun cargo build --locked\t"
+    lines = ["\ufeff2024-05-01T12:34:56.1234567Z error: linker `cc` not found",
+             "2024-05-01T12:34:56.2000000Z   |",
+             "2024-05-01T12:34:56.3000000Z   = note: No such file or directory (os error 2)"]
+    log = "".join(names + line + "\n" for line in lines)
+    done = subprocess.run([sys.executable, "-m", "ci_matrix", "diagnose", "-", "--format", "json"], input=log,
+                          capture_output=True, text=True, timeout=300, check=True)
+    found = json.loads(done.stdout)
+    assert found["log"] == "-"
+    assert [(f["rule"], f["log"]["line"], f["log"]["text"]) for f in found["findings"]][:1] == [
+        ("rust-linker-cc-not-found", 1, "error: linker `cc` not found")]
+    other = "".join(f"{names}2024-05-01T12:34:5{n}.0Z {text}\n"
+                    for n, text in enumerate(["frobnicate: error: widget table overflowed", "Error: exit 2"]))
+    drafted = subprocess.run([sys.executable, "-m", "ci_matrix", "rules", "draft", "-"], input=other,
+                             capture_output=True, text=True, timeout=300, check=True)
+    assert "- 'frobnicate: error: widget table overflowed'" in drafted.stdout
+    assert "Run cargo" not in drafted.stdout.split("fixtures:")[0]
+    twice = ci_matrix("diagnose", "-", "-")
+    assert twice.returncode == 64 and "standard input can be read once" in twice.stderr
+
+
 def test_diagnose_names_the_rule_scoped_to_the_cell(tmp_path: Path) -> None:
     manifest = tmp_path / "ci-matrix.yml"
     manifest.write_text(

@@ -82,6 +82,21 @@ _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
 # RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
 _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
+# A log as GitHub serves it (the API, the run's archive, `gh run view --log`) opens each step's log
+# with a UTF-8 byte-order mark before the first line's stamp, and a job's whole log, made of its
+# steps' logs, holds one where each step starts (makoni/actioneer-gtk#13, plengauer/Thoth#1509). It
+# is never a tool's text: it goes wherever it stands, so that the stamp after it goes too. RE2
+# tells a piece without one in microseconds (bytes' own search for it takes milliseconds).
+_BOM = b"\xef\xbb\xbf"
+_BOM_PROBE = re2.compile(_BOM)
+# `gh run view --log` and `--log-failed` print each line of a job's log after the job's name and
+# the step's, a tab after each (cli/cli, pkg/cmd/run/view: "build (ubuntu-22.04)\tRun cargo
+# build\t2024-05-01T12:34:56.1234567Z error: ..."; the step reads "UNKNOWN STEP" where GitHub's
+# archive holds only the job's log). The names go where GitHub's stamp follows them; the stamp
+# then goes as on any GitHub line. Each name is a bounded run without a tab, tried only at a
+# line's start, and only in a piece where RE2 finds a tab before a stamp.
+_GH_CLI_PROBE = re2.compile(rb"\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+_GH_CLI_NAMES = re.compile(rb"(?m)^[^\t\n]{1,1024}\t[^\t\n]{0,1024}\t(?=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)")
 # A line a person set in markdown bold ("**/__w/_temp/....sh: 2: nvidia-smi: not found**", an
 # error line pasted outside a code block) reads without the marks; a banner of asterisks ("*** Check
 # failure stack trace: ***", "*****") has a third one and stays. Most pieces hold no asterisk at
@@ -305,9 +320,14 @@ def count_newlines(data: bytes, start: int = 0) -> int:
 
 
 def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
-    """Drop the stamps and prefixes (see _STAMP_BODY) from every line that has them, the
-    bold marks or backticks around a line (see _BOLD_LINE, _TICK_LINE) and the links a web
-    page put on digits (see _STEP_LINK)."""
+    """Drop byte-order marks, the job and step names that `gh run view --log` puts before
+    GitHub's stamps (see _GH_CLI_NAMES), the stamps and prefixes (see _STAMP_BODY) from every
+    line that has them, the bold marks or backticks around a line (see _BOLD_LINE, _TICK_LINE)
+    and the links a web page put on digits (see _STEP_LINK)."""
+    if not data.isascii() and _BOM_PROBE.search(data) is not None:
+        data = data.replace(_BOM, b"")
+    if _GH_CLI_PROBE.search(data) is not None:
+        data = _without_gh_cli_names(data, at_line_start=at_line_start)
     if at_line_start:
         first = _STAMP_AT_START.match(data)
         if first is not None:
@@ -324,6 +344,15 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
     if _STEP_LINK_PROBE.search(data) is not None:
         data = _STEP_LINK.sub(rb"\1", data)
     return data
+
+
+def _without_gh_cli_names(data: bytes, *, at_line_start: bool) -> bytes:
+    """``data`` without the job and step names before each line's stamp (not on a first line
+    that starts inside a line)."""
+    first = 0 if at_line_start else data.find(b"\n") + 1
+    if not (at_line_start or first):
+        return data
+    return data[:first] + _GH_CLI_NAMES.sub(b"", data[first:])
 
 
 def _untick(line: re.Match[bytes]) -> bytes:

@@ -190,6 +190,31 @@ def test_digits_a_job_page_linked_to_a_line_read_as_the_digits() -> None:
     )
 
 
+def test_byte_order_marks_of_a_log_as_github_serves_it_go_with_the_stamps_after_them() -> None:
+    # each step's log opens with a BOM; a job's log holds one where each of its steps starts
+    raw = b"\xef\xbb\xbf2024-05-01T12:34:56.1234567Z Run cargo build\n2024-05-01T12:34:57.0Z ok\n"
+    raw += b"\xef\xbb\xbf2024-05-01T12:35:00.0000000Z error: linker `cc` not found\n"
+    assert clean(raw) == b"Run cargo build\nok\nerror: linker `cc` not found\n"
+
+
+@pytest.mark.parametrize("step", [b"Run cargo build --locked", b"UNKNOWN STEP", b""])
+def test_gh_run_view_log_job_and_step_names_go_before_github_s_stamps(step: bytes) -> None:
+    # `gh run view --log` / `--log-failed`: "<job>\t<step>\t<the log's line>"
+    names = b"build (ubuntu-22.04, stable)\t" + step + b"\t"
+    raw = names + b"\xef\xbb\xbf2024-05-01T12:34:56.1234567Z error: linker `cc` not found\n"
+    raw += names + b"2024-05-01T12:34:56.2000000Z   |\n"
+    raw += names + b"2024-05-01T12:34:56.3000000Z   = note: No such file or directory (os error 2)\n"
+    assert clean(raw) == b"error: linker `cc` not found\n  |\n  = note: No such file or directory (os error 2)\n"
+    # a piece cut from the middle of a line keeps its first bytes, names and all
+    assert clean(raw, at_line_start=False).startswith(names)
+
+
+def test_tab_separated_text_without_github_s_stamp_is_kept() -> None:
+    raw = b"name\tvalue\t2024-05-01\nfoo\tbar\t12:34:56 x\n[13:04:45]\t++ ./demo --use_gpu=true\n"
+    raw += b"a\tb\tc 2024-05-01T12:34:56.1Z\n"
+    assert clean(raw) == raw
+
+
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
     raw += b"3.14 pi\n1.5s\n(pid=12)\n(pid 12) exited\n(two words pid=12) x\n"

@@ -150,6 +150,19 @@ def test_wrong_answers_are_told_apart_by_whether_the_thread_named_another_cause(
     assert (figures["unknown-cause"], figures["specific-on-unknown-cause"]) == (3, 2)
 
 
+def test_known_failures_of_a_kind_no_rule_names_are_counted_apart() -> None:
+    """A label no rule carries (`new:<id>`) cannot be right first: the bench shows how many
+    there are and right first among the others."""
+    entry = {"id": "x", "domain": "cuda", "kind": "known", "source": "https://example.com/1",
+             "file": "logs/cuda/r24-hanzhanggit-stackgan-40.log"}
+    unnamed = corpus.score({**entry, "expect": "new:no-rule-has-this-name"})
+    named = corpus.score({**entry, "expect": "cuda-driver-older-than-runtime"})
+    assert (unnamed.named, unnamed.right) == (False, False)
+    assert (named.named, named.right) == (True, True)
+    figures = corpus.figures([unnamed, named])
+    assert (figures["known"], figures["unnamed-kind"], figures["right-first-of-named"]) == (2, 1, 1)
+
+
 def test_drafts_are_built_from_the_line_a_rule_was_written_from() -> None:
     # On the development half's logs whose rule is named, a draft made as if none were: its
     # line is the one the rule keys on (87% at this writing; 74% before drafts read cargo's
