@@ -64,8 +64,15 @@ _OSC_PROBE = re2.compile(rb"\x1b[\]_]")
 #   CalledProcessError with its output) prints the tool's lines;
 # - a markdown quote ("> "), as a log quoted in an issue or a reply arrives;
 # - Ray's prefix on what a worker process printed ("(pid=4121) ", "(RayTrainWorker pid=4121,
-#   ip=10.0.0.5) "), where a distributed training job's NCCL or CUDA lines arrive.
-# Each form starts with a digit, '[', '#', 'E', '>' or '(' and is bounded, so a failed try costs a few steps.
+#   ip=10.0.0.5) "), where a distributed training job's NCCL or CUDA lines arrive;
+# - the rank torchrun and vLLM put before each line a worker printed ("[rank0]: Traceback ...",
+#   PyTorch 2.2 on; "[default0]:" before), and Open MPI's --tag-output ("[1,0]<stderr>:");
+# - CTest's test number in verbose output ("20: Error: CUDA error 35: ..."; srun --label's task
+#   number reads the same);
+# - Docker Compose's service name and bar ("ollama-1  | ", "web_1  | "), and a Nix build's
+#   derivation name ("rustc-1.75.0> ", nix build -L, nix log).
+# Each form is bounded, so a failed try costs a few steps; only a piece where RE2 finds one after
+# a line end is rewritten.
 # The second space after a clock goes only before a line's text: "12:34:56 " then an indented
 # line keeps its indentation (the probe, which only tells whether to look, reads it as optional).
 _JENKINS_SPACE = rb"(?: (?=[^ \n]))?"
@@ -76,7 +83,11 @@ _STAMP_BODY = (
     rb"|\d{1,6}\.\d{3} "
     rb"|E   (?:    )?"
     rb"|> "
-    rb"|\((?:[A-Za-z_][\w.]{0,63} )?pid=\d{1,9}(?:, ip=[0-9a-f.:]{3,39})?\) ){1,4}"
+    rb"|\((?:[A-Za-z_][\w.]{0,63} )?pid=\d{1,9}(?:, ip=[0-9a-f.:]{3,39})?\) "
+    rb"|\[rank\d{1,6}\]: ?|\[default\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    rb"|\d{1,4}: "
+    rb"|[A-Za-z][\w.-]{0,63} {1,64}\| "
+    rb"|[a-z][\w.+-]{0,80}> ){1,4}"
 )
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)

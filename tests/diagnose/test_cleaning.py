@@ -121,6 +121,14 @@ def test_a_tiny_chunk_size_is_refused() -> None:
         b"(pid=4121) ",  # Ray: what a worker process printed
         b"(RayTrainWorker pid=4121, ip=10.0.0.5) ",
         b"2024-05-01T12:34:56.1234567Z (TaskRunner pid=77) ",  # a Ray job inside a GitHub job
+        b"[rank0]: ",  # torchrun and vLLM: what rank 0 printed (PyTorch 2.2 on)
+        b"[default3]:",  # torchrun before
+        b"[1,0]<stderr>:",  # Open MPI's --tag-output (Horovod)
+        b"20: ",  # CTest's verbose output: test 20's lines
+        b"ollama-1  | ",  # Docker Compose v2
+        b"web_1  | ",  # Docker Compose v1
+        b"rustc-1.75.0> ",  # nix build -L
+        b"2024-05-01T12:34:56.1234567Z 20: ",  # ctest -V in a GitHub job
     ],
 )
 def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> None:
@@ -218,6 +226,9 @@ def test_tab_separated_text_without_github_s_stamp_is_kept() -> None:
 def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw = b"#include <cuda.h>\n#12 DONE 0.3s\n>> redirect\n12:34 lunch\nbuilt at 12:34:56 ok\nE 12\nE  x\n"
     raw += b"3.14 pi\n1.5s\n(pid=12)\n(pid 12) exited\n(two words pid=12) x\n"
+    # source lines under rustc's and GCC's gutters, a markdown table, a shell pipeline, a prompt
+    raw += b"99 | #![cfg_attr(feature = \"stdsimd\", feature(stdsimd))]\n   12 | int x = f();\n| a | b |\n"
+    raw += b"cargo build 2>&1 | tee build.log\n>>> import torch\n[rank] x\n12345: x\n"
     assert clean(raw) == raw
 
 
