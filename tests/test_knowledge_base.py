@@ -231,7 +231,7 @@ def _assert_generated(current: str, expected: str, command: str) -> None:
 # as `gh run view --log` prints it (the job's and the step's names before each of those lines:
 # 373 of 5,402 fixtures read otherwise there before cleaning knew it, 21 as GitHub serves them);
 # behind the prefix a launcher or test runner puts on each line (torchrun, Open MPI, CTest,
-# Docker Compose, Nix: about 9% of fixtures read otherwise before).
+# Docker Compose, Nix, MSBuild's node number: about 9% of fixtures read otherwise before).
 def _prefixed(*prefixes: bytes) -> Callable[[bytes], bytes]:
     def post(data: bytes) -> bytes:
         lines = data.split(b"\n")
@@ -274,7 +274,7 @@ POSTED_FORMS = {
     "as GitHub serves it": _served(),
     "through gh run view --log": _served(b"build (ubuntu-22.04, stable)\tRun cargo build --locked\t"),
     "behind a launcher's prefix": _prefixed(
-        b"[rank0]: ", b"[default1]:", b"[1,0]<stderr>:", b"20: ", b"ollama-1  | ", b"rustc-1.75.0> "
+        b"[rank0]: ", b"[default1]:", b"[1,0]<stderr>:", b"20: ", b"ollama-1  | ", b"rustc-1.75.0> ", b"1>"
     ),
 }
 FORM_NAMES = sorted(POSTED_FORMS)

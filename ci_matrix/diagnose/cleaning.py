@@ -70,27 +70,38 @@ _OSC_PROBE = re2.compile(rb"\x1b[\]_]")
 # - CTest's test number in verbose output ("20: Error: CUDA error 35: ..."; srun --label's task
 #   number reads the same);
 # - Docker Compose's service name and bar ("ollama-1  | ", "web_1  | "), and a Nix build's
-#   derivation name ("rustc-1.75.0> ", nix build -L, nix log).
+#   derivation name ("rustc-1.75.0> ", nix build -L, nix log);
+# - MSBuild's node number in a parallel build as Visual Studio shows it ("1>C:\src\x.cpp(12): error C2065").
 # Each form is bounded, so a failed try costs a few steps; only a piece where RE2 finds one after
 # a line end is rewritten.
 # The second space after a clock goes only before a line's text: "12:34:56 " then an indented
 # line keeps its indentation (the probe, which only tells whether to look, reads it as optional).
 _JENKINS_SPACE = rb"(?: (?=[^ \n]))?"
-_STAMP_BODY = (
-    rb"(?:\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?(?: \d\d[OE][+ ]| )"
+_STAMP_FORMS = (
+    rb"\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?(?: \d\d[OE][+ ]| )"
     rb"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]? " + _JENKINS_SPACE +
     rb"|#\d{1,5} \d{1,6}\.\d{1,3} "
     rb"|\d{1,6}\.\d{3} "
     rb"|E   (?:    )?"
     rb"|> "
     rb"|\((?:[A-Za-z_][\w.]{0,63} )?pid=\d{1,9}(?:, ip=[0-9a-f.:]{3,39})?\) "
-    rb"|\[rank\d{1,6}\]: ?|\[default\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
-    rb"|\d{1,4}: "
-    rb"|[A-Za-z][\w.-]{0,63} {1,64}\| "
-    rb"|[a-z][\w.+-]{0,80}> ){1,4}"
 )
+_LAUNCHER_FORMS = (
+    rb"\[rank\d{1,6}\]: ?|\[default\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"
+    rb"|\d{1,4}: |\d{1,4}>"
+    rb"|[A-Za-z][\w.-]{0,63} {1,64}\| "
+    rb"|[a-z][\w.+-]{0,80}> "
+)
+_STAMP_BODY = rb"(?:" + _STAMP_FORMS + rb"){1,4}"
 _STAMP_AFTER_NEWLINE = re.compile(rb"\n" + _STAMP_BODY)
 _STAMP_AT_START = re.compile(_STAMP_BODY)
+# The launchers' forms are tried only in a piece where RE2 sees one at a line's start (the
+# stamps' own pass, which a GitHub log needs on every line, stays as short as it was), and
+# then with the stamps' forms, in any order.
+_PREFIX_BODY = rb"(?:" + _STAMP_FORMS + rb"|" + _LAUNCHER_FORMS + rb"){1,4}"
+_PREFIX_AFTER_NEWLINE = re.compile(rb"\n" + _PREFIX_BODY)
+_PREFIX_AT_START = re.compile(_PREFIX_BODY)
+_LAUNCHER_PROBE = re2.compile(rb"(?:^|\n)(?:" + _LAUNCHER_FORMS + rb")")
 # RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
 _STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
 # A log as GitHub serves it (the API, the run's archive, `gh run view --log`) opens each step's log
@@ -345,6 +356,12 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
             data = data[first.end() :]
     if _STAMP_PROBE.search(data) is not None:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
+    if _LAUNCHER_PROBE.search(data) is not None:
+        if at_line_start:
+            first = _PREFIX_AT_START.match(data)
+            if first is not None:
+                data = data[first.end() :]
+        data = _PREFIX_AFTER_NEWLINE.sub(b"\n", data)
     if b"*" in data and (data.startswith(b"**") or _BOLD_PROBE.search(data) is not None):
         data = _BOLD_LINE.sub(rb"\1", data)
     if b"`" in data and (

@@ -129,6 +129,7 @@ def test_a_tiny_chunk_size_is_refused() -> None:
         b"web_1  | ",  # Docker Compose v1
         b"rustc-1.75.0> ",  # nix build -L
         b"2024-05-01T12:34:56.1234567Z 20: ",  # ctest -V in a GitHub job
+        b"1>",  # MSBuild's node number in a parallel build (Visual Studio's output)
     ],
 )
 def test_line_prefixes_of_ci_systems_and_quotes_are_removed(prefix: bytes) -> None:
@@ -228,7 +229,7 @@ def test_text_that_only_looks_like_a_prefix_is_kept() -> None:
     raw += b"3.14 pi\n1.5s\n(pid=12)\n(pid 12) exited\n(two words pid=12) x\n"
     # source lines under rustc's and GCC's gutters, a markdown table, a shell pipeline, a prompt
     raw += b"99 | #![cfg_attr(feature = \"stdsimd\", feature(stdsimd))]\n   12 | int x = f();\n| a | b |\n"
-    raw += b"cargo build 2>&1 | tee build.log\n>>> import torch\n[rank] x\n12345: x\n"
+    raw += b"cargo build 2>&1 | tee build.log\n>>> import torch\n[rank] x\n12345: x\n12345>x\n"
     assert clean(raw) == raw
 
 
