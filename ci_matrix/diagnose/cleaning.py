@@ -101,9 +101,12 @@ _STAMP_AT_START = re.compile(_STAMP_BODY)
 _PREFIX_BODY = rb"(?:" + _STAMP_FORMS + rb"|" + _LAUNCHER_FORMS + rb"){1,4}"
 _PREFIX_AFTER_NEWLINE = re.compile(rb"\n" + _PREFIX_BODY)
 _PREFIX_AT_START = re.compile(_PREFIX_BODY)
-_LAUNCHER_PROBE = re2.compile(rb"(?:^|\n)(?:" + _LAUNCHER_FORMS + rb")")
-# RE2's DFA tells a log without prefixes in one fast pass; sre would try at every newline.
-_STAMP_PROBE = re2.compile(rb"\n" + _STAMP_BODY.replace(_JENKINS_SPACE, b""))
+_LAUNCHER_AT_START = re.compile(_LAUNCHER_FORMS)
+# RE2's DFA tells a log without prefixes in one fast pass (sre would try at every newline): one
+# probe for both kinds (a pattern that starts with a line end keeps RE2 on its fast path, where
+# "(?:^|\n)" would cost it five times as much), then the launchers' alone where it saw either.
+_PREFIX_PROBE = re2.compile(rb"\n(?:" + _STAMP_FORMS.replace(_JENKINS_SPACE, b"") + rb"|" + _LAUNCHER_FORMS + rb")")
+_LAUNCHER_PROBE = re2.compile(rb"\n(?:" + _LAUNCHER_FORMS + rb")")
 # A log as GitHub serves it (the API, the run's archive, `gh run view --log`) opens each step's log
 # with a UTF-8 byte-order mark before the first line's stamp, and a job's whole log, made of its
 # steps' logs, holds one where each step starts (makoni/actioneer-gtk#13, plengauer/Thoth#1509). It
@@ -354,9 +357,11 @@ def _strip_stamps(data: bytes, *, at_line_start: bool) -> bytes:
         first = _STAMP_AT_START.match(data)
         if first is not None:
             data = data[first.end() :]
-    if _STAMP_PROBE.search(data) is not None:
+    launcher_first = at_line_start and _LAUNCHER_AT_START.match(data) is not None
+    prefixed = _PREFIX_PROBE.search(data) is not None
+    if prefixed:
         data = _STAMP_AFTER_NEWLINE.sub(b"\n", data)
-    if _LAUNCHER_PROBE.search(data) is not None:
+    if launcher_first or (prefixed and _LAUNCHER_PROBE.search(data) is not None):
         if at_line_start:
             first = _PREFIX_AT_START.match(data)
             if first is not None:
