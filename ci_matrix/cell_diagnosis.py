@@ -81,7 +81,7 @@ STDIN = Path("-")  # a LOG argument that reads standard input: gh run view --log
 
 
 @contextmanager
-def readable_log(path: Path, stdin: BinaryIO | None = None) -> Iterator[Path]:
+def readable_log(path: Path) -> Iterator[Path]:
     """A file to read the log at ``path`` from: the file itself, or, for ``-``, standard input
     copied to a temporary file as it arrives (memory stays bounded; the scan, which reads a
     log's end again, needs a file)."""
@@ -93,7 +93,7 @@ def readable_log(path: Path, stdin: BinaryIO | None = None) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ci-matrix-") as folder:
         copy = Path(folder) / "stdin.log"
         with copy.open("wb") as sink:
-            shutil.copyfileobj(stdin or sys.stdin.buffer, sink, 1 << 20)
+            shutil.copyfileobj(sys.stdin.buffer, sink, 1 << 20)
         yield copy
 
 
